@@ -1,0 +1,67 @@
+"""Normalisation layers (lesson 06).
+
+LayerNorm normalises each position's feature vector x ∈ ℝ^d on its own::
+
+    μ = (1/d) Σ_j x_j          σ² = (1/d) Σ_j (x_j − μ)²   (biased: divide by d, not d − 1)
+    LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β                       (ε inside the square root)
+
+RMSNorm (Zhang & Sennrich, 2019) drops the centring and β: RMS(x) = γ ⊙ x / √((1/d) Σ_j x_j² + ε).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .validation import check_float, check_last_dim, check_positive
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm over the last dimension, written from the formula; parameters named like ``nn.LayerNorm``."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True):
+        super().__init__()
+        self.d_model, self.eps = d_model, check_positive(eps, "eps")
+        self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None    # γ
+        self.bias = nn.Parameter(torch.zeros(d_model)) if elementwise_affine and bias else None  # β
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_float(x, "x")
+        check_last_dim(x, "x", self.d_model)
+        mean = x.mean(dim=-1, keepdim=True)                          # (…, 1)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)           # biased variance, (…, 1)
+        y = (x - mean) * torch.rsqrt(var + self.eps)
+        if self.weight is not None:
+            y = y * self.weight
+        if self.bias is not None:
+            y = y + self.bias
+        return y
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}"
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm: γ ⊙ x / √(mean(x²) + ε); no mean subtraction, no β."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.d_model, self.eps = d_model, check_positive(eps, "eps")
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_float(x, "x")
+        check_last_dim(x, "x", self.d_model)
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}"
+
+
+def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
+    """``"layer"`` -> LayerNorm, ``"rms"`` -> RMSNorm."""
+    if kind == "layer":
+        return LayerNorm(d_model, eps)
+    if kind == "rms":
+        return RMSNorm(d_model, eps)
+    raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")

@@ -1,0 +1,100 @@
+"""Token embeddings and positional encodings (lessons 01 and 02).
+
+The input to the first layer is x_i = E[token_i] · √d_model + PE(pos_i), with E ∈ ℝ^{|V|×d_model}.
+
+Sinusoidal encoding (Vaswani et al., 2017, §3.5)::
+
+    PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
+    PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
+
+The frequencies 1/10000^(2i/d) are computed as exp(−(2i/d)·ln 10000): one exp of a small number instead of a
+power of a large base, which is how it is done in float32 without overflow or precision loss.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .validation import check_positive, check_rank, check_token_ids
+
+
+def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype=torch.float32,
+                        device=None) -> torch.Tensor:
+    """The table PE of shape ``(max_len, d_model)``; even columns sin, odd columns cos (lesson 02)."""
+    check_positive(max_len, "max_len")
+    check_positive(d_model, "d_model")
+    position = torch.arange(max_len, dtype=torch.float64, device=device)[:, None]           # (L, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)                # (ceil(d/2),)
+    inv_freq = torch.exp(-two_i * (math.log(base) / d_model))                             # 1 / base^(2i/d)
+    angles = position * inv_freq                                                          # (L, ceil(d/2))
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64, device=device)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])  # odd d_model: one fewer cosine column
+    return pe.to(dtype)
+
+
+def _check_length(seq_len: int, offset: int, max_len: int) -> None:
+    if offset + seq_len > max_len:
+        raise ValueError(
+            f"sequence of length {seq_len} (starting at position {offset}) is longer than the positional table "
+            f"(max_len={max_len}): truncate the input to {max_len - offset} tokens or build the model with "
+            f"max_len >= {offset + seq_len}"
+        )
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds the fixed sinusoidal table to ``x (B, T, d_model)``; ``offset`` shifts positions (KV-cache decoding)."""
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0, base: float = 10000.0):
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        # A buffer, not a parameter: it moves with .to(device) and is saved, but is never trained.
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        check_rank(x, "x", (3,), "(B, T, d_model)")
+        _check_length(x.size(1), offset, self.max_len)
+        return self.dropout(x + self.pe[offset: offset + x.size(1)].to(x.dtype))  # (B, T, C)
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """A trained table P ∈ ℝ^{max_len×d_model} (BERT, GPT-2): x + P[pos]."""
+
+    def __init__(self, max_len: int, d_model: int, dropout: float = 0.0):
+        super().__init__()
+        self.max_len = max_len
+        self.embedding = nn.Embedding(max_len, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        check_rank(x, "x", (3,), "(B, T, d_model)")
+        _check_length(x.size(1), offset, self.max_len)
+        positions = torch.arange(offset, offset + x.size(1), device=x.device)
+        return self.dropout(x + self.embedding(positions))
+
+
+class TokenEmbedding(nn.Module):
+    """E[ids] · √d_model (lesson 01).
+
+    Why the scale: E is initialised with entries of size ~1/√d_model when tied to the output layer (and in the
+    paper), so multiplying by √d_model brings token vectors to the same magnitude as the ±1 positional encoding.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, scale: bool = True, padding_idx: int | None = None):
+        super().__init__()
+        self.vocab_size, self.d_model = vocab_size, d_model
+        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
+        self.scale = math.sqrt(d_model) if scale else 1.0
+
+    @property
+    def weight(self) -> nn.Parameter:
+        return self.embedding.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        check_rank(ids, "ids", (1, 2), "(B, T) token ids")
+        check_token_ids(ids, self.vocab_size)
+        return self.embedding(ids) * self.scale  # (B, T, C)
