@@ -1,0 +1,26 @@
+"""Scale a lesson's model size and step count with the hardware (small on CPU, real on CUDA).
+
+Lessons never skip work on a slow machine; they train a smaller model for fewer steps. ``COURSE_BUDGET`` overrides
+the choice (``small`` / ``full``), e.g. to try the GPU settings on a strong CPU.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def budget() -> str:
+    """``"full"`` on CUDA, ``"small"`` otherwise, unless ``COURSE_BUDGET`` says so."""
+    choice = os.environ.get("COURSE_BUDGET", "").strip().lower()
+    if choice in ("small", "full"):
+        return choice
+    if choice:
+        raise ValueError(f"COURSE_BUDGET must be 'small' or 'full', got {choice!r}")
+    return "full" if torch.cuda.is_available() else "small"
+
+
+def scaled(small, full):
+    """Return ``small`` on a CPU budget and ``full`` on a GPU budget: ``steps = scaled(300, 5000)``."""
+    return full if budget() == "full" else small
