@@ -1,0 +1,39 @@
+"""Smoke tests of the GPU-library promises: torch.compile without graph breaks, autocast, device moves."""
+
+import pytest
+import torch
+
+from course_utils import GPT, MultiHeadAttention, Transformer
+
+
+def test_mha_compiles_without_graph_breaks():
+    """fullgraph=True fails on any graph break; aot_eager checks capture cheaply (inductor is tested on CUDA)."""
+    torch._dynamo.reset()
+    mha = MultiHeadAttention(16, 4).eval()
+    compiled = torch.compile(mha, backend="aot_eager", fullgraph=True)
+    x = torch.randn(2, 6, 16)
+    torch.testing.assert_close(compiled(x, is_causal=True), mha(x, is_causal=True))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="inductor GPU compile needs CUDA")
+def test_gpt_compiles_with_inductor_on_cuda():
+    model = GPT(50, block_size=32, n_layers=2, n_heads=2, d_model=32).cuda()
+    compiled = torch.compile(model)
+    ids = torch.randint(0, 50, (4, 32), device="cuda")
+    compiled(ids).float().mean().backward()
+
+
+@pytest.mark.parametrize("amp_dtype", [torch.bfloat16, torch.float16])
+def test_autocast_forward_backward(device, amp_dtype):
+    if device == "cpu" and amp_dtype == torch.float16:
+        pytest.skip("float16 autocast is a CUDA feature; CPU autocast uses bfloat16")
+    if device == "cuda" and amp_dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bfloat16")
+    model = Transformer(30, 30, 32, 4, 1, 1, 64).to(device)
+    src = torch.randint(1, 30, (2, 7), device=device)
+    tgt = torch.randint(1, 30, (2, 5), device=device)
+    with torch.autocast(device_type=device, dtype=amp_dtype):
+        logits = model(src, tgt)
+    assert logits.dtype == amp_dtype
+    logits.float().logsumexp(-1).mean().backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)

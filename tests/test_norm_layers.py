@@ -1,0 +1,100 @@
+"""Parity of LayerNorm, encoder/decoder layers and the full Transformer with torch.nn (weights copied)."""
+
+import pytest
+import torch
+from torch import nn
+
+from course_utils import DecoderLayer, EncoderLayer, LayerNorm, RMSNorm, Transformer
+from course_utils.interop import (load_decoder_layer_from_torch, load_encoder_layer_from_torch,
+                                  load_transformer_from_torch)
+from course_utils.masks import causal_mask, from_torch_key_padding_mask
+
+TOL = {torch.float64: dict(atol=1e-10, rtol=1e-10), torch.float32: dict(atol=1e-5, rtol=1e-5)}
+DTYPES = [torch.float64, torch.float32]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("eps", [1e-5, 1e-12, 0.1])
+def test_layernorm_matches_torch(dtype, eps, device):
+    ref = nn.LayerNorm(12, eps=eps, dtype=dtype, device=device)
+    nn.init.normal_(ref.weight), nn.init.normal_(ref.bias)
+    ours = LayerNorm(12, eps=eps).to(device=device, dtype=dtype)
+    ours.load_state_dict(ref.state_dict())
+    x = (torch.randn(3, 5, 12, dtype=dtype) * 7 + 3).to(device)
+    torch.testing.assert_close(ours(x), ref(x), **TOL[dtype])
+
+
+def test_layernorm_uses_biased_variance_and_eps_inside_root():
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
+    eps = 0.5
+    expected = (x - 2.5) / torch.sqrt(torch.tensor(1.25 + eps, dtype=torch.float64))   # var = 1.25 (divide by d)
+    torch.testing.assert_close(LayerNorm(4, eps=eps).double()(x), expected, atol=1e-12, rtol=0)
+
+
+@pytest.mark.skipif(not hasattr(nn, "RMSNorm"), reason="torch.nn.RMSNorm needs torch >= 2.4")
+def test_rmsnorm_matches_torch():
+    ref = nn.RMSNorm(10, eps=1e-6, dtype=torch.float64)
+    nn.init.normal_(ref.weight)
+    ours = RMSNorm(10, eps=1e-6).double()
+    ours.load_state_dict(ref.state_dict())
+    x = torch.randn(4, 10, dtype=torch.float64)
+    torch.testing.assert_close(ours(x), ref(x), atol=1e-10, rtol=1e-10)
+
+
+def _inputs(dtype, device):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 5, 16, generator=g, dtype=dtype).to(device)
+    mem = torch.randn(2, 7, 16, generator=g, dtype=dtype).to(device)
+    kpm = torch.zeros(2, 7, dtype=torch.bool, device=device)
+    kpm[1, -2:] = True
+    return x, mem, kpm
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_matches_torch(dtype, norm_first, activation, device):
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation=activation, batch_first=True,
+                                     norm_first=norm_first, dtype=dtype, device=device).eval()
+    ours = EncoderLayer(16, 4, 32, dropout=0.0, activation=activation, norm_first=norm_first)
+    ours = load_encoder_layer_from_torch(ours.to(device=device, dtype=dtype), ref).eval()
+    _, mem, kpm = _inputs(dtype, device)
+    torch.testing.assert_close(ours(mem, from_torch_key_padding_mask(kpm)), ref(mem, src_key_padding_mask=kpm),
+                               **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_matches_torch(dtype, norm_first, device):
+    torch.manual_seed(0)
+    ref = nn.TransformerDecoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=norm_first,
+                                     dtype=dtype, device=device).eval()
+    ours = DecoderLayer(16, 4, 32, dropout=0.0, norm_first=norm_first)
+    ours = load_decoder_layer_from_torch(ours.to(device=device, dtype=dtype), ref).eval()
+    x, mem, kpm = _inputs(dtype, device)
+    expected = ref(x, mem, tgt_mask=~causal_mask(5, device=device), memory_key_padding_mask=kpm)
+    torch.testing.assert_close(ours(x, mem, None, from_torch_key_padding_mask(kpm)), expected, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_full_transformer_matches_nn_transformer(dtype, norm_first, device):
+    torch.manual_seed(0)
+    ref = nn.Transformer(16, 4, 2, 3, 32, dropout=0.0, batch_first=True, norm_first=norm_first,
+                         dtype=dtype, device=device).eval()
+    ours = Transformer(50, 60, 16, 4, 2, 3, 32, dropout=0.0, norm_first=norm_first, final_norm=True)
+    ours = load_transformer_from_torch(ours.to(device=device, dtype=dtype), ref).eval()
+    tgt, src, kpm = _inputs(dtype, device)
+    expected = ref(src, tgt, tgt_mask=~causal_mask(5, device=device), src_key_padding_mask=kpm,
+                   memory_key_padding_mask=kpm)
+    mask = from_torch_key_padding_mask(kpm)
+    got = ours.decoder(tgt, ours.encoder(src, mask), None, mask)
+    torch.testing.assert_close(got, expected, **TOL[dtype])
+
+
+def test_transformer_end_to_end_logits_shape_and_tied_weights():
+    model = Transformer(30, 40, 16, 4, 1, 1, 32, tie_weights=True)
+    assert model.generator.weight is model.tgt_embed.weight
+    logits = model(torch.randint(1, 30, (2, 6)), torch.randint(1, 40, (2, 4)))
+    assert logits.shape == (2, 4, 40)

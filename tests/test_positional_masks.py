@@ -1,0 +1,46 @@
+"""Positional encoding formula and mask helpers."""
+
+import math
+
+import torch
+
+from course_utils import SinusoidalPositionalEncoding, TokenEmbedding, sinusoidal_encoding
+from course_utils.masks import (causal_mask, combine_masks, from_additive_mask, from_torch_key_padding_mask,
+                                lengths_to_padding_mask, padding_mask, to_additive_mask, to_torch_key_padding_mask)
+
+
+def test_sinusoidal_matches_the_papers_formula():
+    pe = sinusoidal_encoding(50, 16, dtype=torch.float64)
+    for pos in (0, 1, 7, 49):
+        for i in range(8):
+            angle = pos / 10000 ** (2 * i / 16)
+            assert math.isclose(pe[pos, 2 * i].item(), math.sin(angle), abs_tol=1e-12)
+            assert math.isclose(pe[pos, 2 * i + 1].item(), math.cos(angle), abs_tol=1e-12)
+
+
+def test_sinusoidal_odd_width_and_module_adds_table():
+    assert sinusoidal_encoding(4, 7).shape == (4, 7)
+    module = SinusoidalPositionalEncoding(8, max_len=20)
+    x = torch.zeros(2, 5, 8)
+    torch.testing.assert_close(module(x, offset=3)[0], sinusoidal_encoding(20, 8)[3:8])
+
+
+def test_token_embedding_scales_by_sqrt_d_model():
+    emb = TokenEmbedding(10, 16)
+    ids = torch.tensor([[1, 2, 3]])
+    torch.testing.assert_close(emb(ids), emb.embedding(ids) * 4.0)
+
+
+def test_mask_helpers_and_conversions():
+    ids = torch.tensor([[4, 5, 0], [6, 0, 0]])
+    pm = padding_mask(ids)
+    assert pm.shape == (2, 1, 1, 3) and pm[0, 0, 0].tolist() == [True, True, False]
+    assert torch.equal(lengths_to_padding_mask(torch.tensor([2, 1]), 3), pm)
+    assert torch.equal(from_torch_key_padding_mask(to_torch_key_padding_mask(pm)), pm)
+    cm = causal_mask(3)
+    assert cm.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert causal_mask(2, 4).tolist() == [[True, True, True, False], [True, True, True, True]]
+    both = combine_masks(pm, cm, None)
+    assert both.shape == (2, 1, 3, 3) and not both[1, 0, 2, 1]
+    assert torch.equal(from_additive_mask(to_additive_mask(cm)), cm)
+    assert combine_masks(None) is None

@@ -1,0 +1,121 @@
+"""Laws that must hold for any input (hypothesis): equivariance, causality, padding, caching, decoding."""
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from course_utils import GPT, EncoderLayer, KVCache, MultiHeadAttention, Transformer
+from course_utils.decoding import beam_search, generate, greedy_decode
+from course_utils.masks import padding_mask
+
+SMALL = settings(max_examples=15, deadline=None)
+
+
+@SMALL
+@given(seed=st.integers(0, 10_000), t=st.integers(2, 9), heads=st.sampled_from([1, 2, 4]))
+def test_self_attention_is_permutation_equivariant(seed, t, heads):
+    """Without positions, permuting the tokens permutes the outputs: f(Px) = P f(x)."""
+    torch.manual_seed(seed)
+    layer = EncoderLayer(8, heads, 16, dropout=0.0).double().eval()
+    x = torch.randn(2, t, 8, dtype=torch.float64)
+    perm = torch.randperm(t)
+    torch.testing.assert_close(layer(x[:, perm]), layer(x)[:, perm], atol=1e-10, rtol=1e-10)
+
+
+@SMALL
+@given(seed=st.integers(0, 10_000), t=st.integers(2, 10), data=st.data())
+def test_causal_outputs_ignore_the_future(seed, t, data):
+    """Changing tokens after position p leaves the causal outputs at positions <= p unchanged."""
+    torch.manual_seed(seed)
+    model = GPT(20, block_size=16, n_layers=2, n_heads=2, d_model=16, dropout=0.0).double().eval()
+    p = data.draw(st.integers(0, t - 2))
+    ids = torch.randint(0, 20, (2, t))
+    changed = ids.clone()
+    changed[:, p + 1:] = torch.randint(0, 20, (2, t - p - 1))
+    torch.testing.assert_close(model(ids)[:, : p + 1], model(changed)[:, : p + 1], atol=1e-10, rtol=1e-10)
+
+
+@SMALL
+@given(seed=st.integers(0, 10_000), n_pad=st.integers(1, 4))
+def test_changing_padded_keys_changes_nothing(seed, n_pad):
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(8, 2).double()
+    ids = torch.randint(1, 9, (2, 8))
+    ids[0, -n_pad:] = 0
+    mem = torch.randn(2, 8, 8, dtype=torch.float64)
+    other = mem.clone()
+    other[0, -n_pad:] = torch.randn(n_pad, 8, dtype=torch.float64) * 100
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    mask = padding_mask(ids)
+    torch.testing.assert_close(mha(x, mem, mask=mask), mha(x, other, mask=mask), atol=1e-10, rtol=1e-10)
+
+
+@SMALL
+@given(seed=st.integers(0, 10_000), t=st.integers(2, 12), prefix=st.integers(1, 6))
+def test_kv_cached_gpt_equals_full_recomputation(seed, t, prefix):
+    torch.manual_seed(seed)
+    model = GPT(25, block_size=16, n_layers=2, n_heads=2, d_model=16, dropout=0.0).double().eval()
+    ids = torch.randint(0, 25, (2, t))
+    prefix = min(prefix, t)
+    cache = KVCache()
+    steps = [model(ids[:, :prefix], cache=cache)] + [model(ids[:, i: i + 1], cache=cache) for i in range(prefix, t)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), model(ids), atol=1e-10, rtol=1e-10)
+
+
+@SMALL
+@given(seed=st.integers(0, 10_000), t=st.integers(2, 8))
+def test_kv_cached_seq2seq_decoder_equals_full_recomputation(seed, t):
+    torch.manual_seed(seed)
+    model = Transformer(15, 17, 16, 2, 1, 2, 32, dropout=0.0).double().eval()
+    src = torch.randint(1, 15, (2, 6))
+    src[1, -2:] = 0
+    tgt = torch.randint(1, 17, (2, t))
+    memory, src_mask = model.encode(src)
+    cache = KVCache()
+    steps = [model.decode(tgt[:, i: i + 1], memory, src_mask, cache) for i in range(t)]
+    torch.testing.assert_close(torch.cat(steps, 1), model.decode(tgt, memory, src_mask), atol=1e-10, rtol=1e-10)
+
+
+@SMALL
+@given(seed=st.integers(0, 10_000))
+def test_beam_width_one_equals_greedy(seed):
+    torch.manual_seed(seed)
+    model = Transformer(12, 12, 16, 2, 1, 1, 32, dropout=0.0).eval()
+    src = torch.randint(3, 12, (3, 5))
+    greedy = greedy_decode(model, src, max_len=8, bos_id=1, eos_id=2)
+    beam = beam_search(model, src, beam_size=1, max_len=8, bos_id=1, eos_id=2, length_penalty_alpha=0.0)
+    width = min(greedy.size(1), beam.size(1))
+    assert torch.equal(greedy[:, :width], beam[:, :width])
+    assert (greedy[:, width:] == model.pad_id).all() and (beam[:, width:] == model.pad_id).all()
+
+
+@SMALL
+@given(seed=st.integers(0, 10_000))
+def test_cached_generation_equals_uncached(seed):
+    torch.manual_seed(seed)
+    model = GPT(20, block_size=8, n_layers=1, n_heads=2, d_model=16, dropout=0.0).eval()
+    ids = torch.randint(0, 20, (2, 3))
+    # 12 new tokens > block_size: also covers the sliding window.
+    assert torch.equal(generate(model, ids, 12, temperature=0), generate(model, ids, 12, temperature=0,
+                                                                         use_cache=False))
+
+
+def test_beam_search_finds_at_least_the_greedy_score():
+    """A wider beam never returns a hypothesis with a lower (un-normalised) log-probability than greedy."""
+    torch.manual_seed(0)
+    model = Transformer(12, 12, 16, 2, 1, 1, 32, dropout=0.0).eval()
+    src = torch.randint(3, 12, (4, 5))
+
+    def logprob(seq):
+        ys = torch.cat([torch.ones(seq.size(0), 1, dtype=torch.long), seq], 1)
+        memory, mask = model.encode(src)
+        logp = torch.log_softmax(model.decode(ys[:, :-1], memory, mask), -1)
+        tok = logp.gather(-1, ys[:, 1:, None])[..., 0]
+        return tok.masked_fill(seq == model.pad_id, 0).sum(1)
+
+    with torch.no_grad():
+        greedy = greedy_decode(model, src, 6, 1, 2)
+        beam = beam_search(model, src, beam_size=5, max_len=6, bos_id=1, eos_id=2, length_penalty_alpha=0.0)
+        g, b = logprob(greedy), logprob(beam)
+    ended = (greedy == 2).any(1) & (beam == 2).any(1)
+    assert (b[ended] >= g[ended] - 1e-5).all()
