@@ -15,10 +15,11 @@ DTYPES = [torch.float64, torch.float32]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("eps", [1e-5, 1e-12, 0.1])
-def test_layernorm_matches_torch(dtype, eps, device):
+@pytest.mark.parametrize("fused", [True, False])
+def test_layernorm_matches_torch(dtype, eps, fused, device):
     ref = nn.LayerNorm(12, eps=eps, dtype=dtype, device=device)
     nn.init.normal_(ref.weight), nn.init.normal_(ref.bias)
-    ours = LayerNorm(12, eps=eps).to(device=device, dtype=dtype)
+    ours = LayerNorm(12, eps=eps, fused=fused).to(device=device, dtype=dtype)
     ours.load_state_dict(ref.state_dict())
     x = (torch.randn(3, 5, 12, dtype=dtype) * 7 + 3).to(device)
     torch.testing.assert_close(ours(x), ref(x), **TOL[dtype])
@@ -28,14 +29,16 @@ def test_layernorm_uses_biased_variance_and_eps_inside_root():
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
     eps = 0.5
     expected = (x - 2.5) / torch.sqrt(torch.tensor(1.25 + eps, dtype=torch.float64))   # var = 1.25 (divide by d)
-    torch.testing.assert_close(LayerNorm(4, eps=eps).double()(x), expected, atol=1e-12, rtol=0)
+    for fused in (True, False):
+        torch.testing.assert_close(LayerNorm(4, eps=eps, fused=fused).double()(x), expected, atol=1e-12, rtol=0)
 
 
 @pytest.mark.skipif(not hasattr(nn, "RMSNorm"), reason="torch.nn.RMSNorm needs torch >= 2.4")
-def test_rmsnorm_matches_torch():
+@pytest.mark.parametrize("fused", [True, False])
+def test_rmsnorm_matches_torch(fused):
     ref = nn.RMSNorm(10, eps=1e-6, dtype=torch.float64)
     nn.init.normal_(ref.weight)
-    ours = RMSNorm(10, eps=1e-6).double()
+    ours = RMSNorm(10, eps=1e-6, fused=fused).double()
     ours.load_state_dict(ref.state_dict())
     x = torch.randn(4, 10, dtype=torch.float64)
     torch.testing.assert_close(ours(x), ref(x), atol=1e-10, rtol=1e-10)
