@@ -1,0 +1,215 @@
+"""Language selection and shared bilingual labels.
+
+The notebooks exist twice (``notebooks/en`` and ``notebooks/zh``) with *identical code*, so the code has to
+find out by itself which language to speak. :func:`current_language` looks, in order, at
+
+1. an explicit :func:`set_language` call in this session,
+2. the environment variable ``COURSE_LANG`` (``en`` or ``zh``),
+3. ``JPY_SESSION_NAME``, which Jupyter Server sets to the notebook's path (``.../notebooks/zh/03.ipynb``),
+4. the working directory (nbval and ``jupyter nbconvert --execute`` start the kernel in the notebook folder),
+
+and falls back to English. Labels shared by the plots and widgets come from :func:`tr`; one-off texts are
+written in the notebook as ``{"en": ..., "zh": ...}`` and chosen with :func:`pick`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from pathlib import Path
+
+LANGUAGES = ("en", "zh")
+
+# Spellings people actually type in COURSE_LANG or set_language(); path components are matched exactly instead
+# (see _lang_from_path) so that a folder called "english-notes" does not switch the course language.
+_ALIASES = {
+    "en": "en", "english": "en", "en-us": "en", "en_us": "en", "en-gb": "en", "en_gb": "en",
+    "zh": "zh", "chinese": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-hans": "zh", "zh_hans": "zh",
+    "zh-sg": "zh", "cn": "zh", "中文": "zh", "简体中文": "zh",
+}
+
+_override: str | None = None
+
+# Shared UI labels. The Chinese must agree with docs/glossary.md (checked by tests/test_i18n.py); entries with
+# "{...}" are templates filled by tr(key, **fields) because word order differs ("Layer 2" / "第 2 层").
+LABELS: dict[str, dict[str, str]] = {
+    "position": {"en": "Position", "zh": "位置"},
+    "dimension": {"en": "Dimension", "zh": "维度"},
+    "token": {"en": "Token", "zh": "词元"},
+    "query": {"en": "Query", "zh": "查询"},
+    "key": {"en": "Key", "zh": "键"},
+    "value": {"en": "Value", "zh": "值"},
+    "head": {"en": "Head", "zh": "注意力头"},
+    "layer": {"en": "Layer", "zh": "层"},
+    "step": {"en": "Step", "zh": "步"},
+    "epoch": {"en": "Epoch", "zh": "轮次"},
+    "loss": {"en": "Loss", "zh": "损失"},
+    "train": {"en": "Training", "zh": "训练"},
+    "validation": {"en": "Validation", "zh": "验证"},
+    "train_loss": {"en": "Training loss", "zh": "训练损失"},
+    "val_loss": {"en": "Validation loss", "zh": "验证损失"},
+    "learning_rate": {"en": "Learning rate", "zh": "学习率"},
+    "attention_weights": {"en": "Attention weights", "zh": "注意力权重"},
+    "positional_encoding": {"en": "Positional encoding", "zh": "位置编码"},
+    "probability": {"en": "Probability", "zh": "概率"},
+    "element_value": {"en": "Element value", "zh": "元素值"},
+    "count": {"en": "Count", "zh": "数量"},
+    "before": {"en": "Before", "zh": "之前"},
+    "after": {"en": "After", "zh": "之后"},
+    "mean": {"en": "mean", "zh": "均值"},
+    "std": {"en": "std", "zh": "标准差"},
+    "error": {"en": "Error", "zh": "错误"},
+    "layer_n": {"en": "Layer {n}", "zh": "第 {n} 层"},
+    "head_n": {"en": "Head {n}", "zh": "注意力头 {n}"},
+    "layer_head": {"en": "Layer {layer}, head {head}", "zh": "第 {layer} 层 · 注意力头 {head}"},
+}
+
+# docs/ sits next to the package in the repository; an installed wheel has no docs/ (see glossary()).
+GLOSSARY_PATH = Path(__file__).resolve().parent.parent / "docs" / "glossary.md"
+
+
+def normalize_language(lang: str, *, source: str = "language") -> str:
+    """``"en"`` or ``"zh"`` for a spelling such as ``"zh-CN"`` or ``"English"``; ValueError otherwise."""
+    if not isinstance(lang, str):
+        raise TypeError(f"{source} must be a string such as 'en' or 'zh', got {type(lang).__name__}")
+    code = _ALIASES.get(lang.strip().lower())
+    if code is None:
+        raise ValueError(f"{source}={lang!r} is not supported: use 'en' (English) or 'zh' (简体中文)")
+    return code
+
+
+def _lang_from_path(path: str, *, skip_last: bool = False) -> str | None:
+    """Language of the deepest ``en``/``zh`` folder in *path* (either slash style), or None.
+
+    The deepest one wins because it is the most specific: ``/home/zh/course/notebooks/en`` is English.
+    ``skip_last`` ignores the final component (the notebook's file name).
+    """
+    parts = [p for p in re.split(r"[\\/]+", path) if p]
+    if skip_last:
+        parts = parts[:-1]
+    for part in reversed(parts):
+        if part.lower() in LANGUAGES:
+            return part.lower()
+    return None
+
+
+def current_language() -> str:
+    """Return ``"en"`` or ``"zh"`` (see the module docstring for the order of the checks)."""
+    if _override is not None:
+        return _override
+    env = os.environ.get("COURSE_LANG", "").strip()
+    if env:
+        return normalize_language(env, source="COURSE_LANG")
+    session = os.environ.get("JPY_SESSION_NAME", "")
+    if session:
+        found = _lang_from_path(session, skip_last=True)
+        if found:
+            return found
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was deleted: nothing to learn from it
+        cwd = ""
+    return _lang_from_path(cwd) or "en"
+
+
+def set_language(lang: str | None) -> None:
+    """Force the language for this Python session (``None`` goes back to automatic detection)."""
+    global _override
+    _override = None if lang is None else normalize_language(lang)
+
+
+def _resolve(lang: str | None) -> str:
+    return current_language() if lang is None else normalize_language(lang)
+
+
+class MissingTranslationError(ValueError, KeyError):
+    """A text has no version in the requested language.
+
+    It is a ValueError (bad input, as everywhere in the course) and a KeyError (a missing key), so either
+    ``except`` catches it.
+    """
+
+    def __str__(self) -> str:  # KeyError would print the message inside quotes
+        return str(self.args[0]) if self.args else ""
+
+
+def pick(texts: dict, lang: str | None = None):
+    """Return ``texts[lang]`` for the current (or given) language.
+
+    ``pick({"en": "Attention", "zh": "注意力"})`` is how notebooks write one-off bilingual texts.
+    """
+    if not isinstance(texts, dict):
+        raise TypeError(
+            f"pick() expects a dict like {{'en': ..., 'zh': ...}}, got {type(texts).__name__}; "
+            "wrap the text: pick({'en': text_en, 'zh': text_zh})"
+        )
+    code = _resolve(lang)
+    if code not in texts:
+        available = ", ".join(repr(k) for k in texts) or "none"
+        raise MissingTranslationError(
+            f"no text for language {code!r} (the dict has: {available}); add a {code!r} entry to the dict"
+        )
+    return texts[code]
+
+
+def tr(key: str, lang: str | None = None, **fields) -> str:
+    """Translate a shared UI label: ``tr("position")`` → ``"Position"`` or ``"位置"``.
+
+    Template labels take their fields as keywords: ``tr("layer_n", n=2)`` → ``"Layer 2"`` / ``"第 2 层"``.
+    """
+    if key not in LABELS:
+        close = difflib.get_close_matches(key, LABELS, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else f"; known: {sorted(LABELS)}"
+        raise MissingTranslationError(f"unknown label {key!r}{hint} (add it to course_utils.i18n.LABELS)")
+    text = pick(LABELS[key], lang)
+    if fields or "{" in text:
+        try:
+            text = text.format(**fields)
+        except KeyError as err:
+            raise ValueError(
+                f"label {key!r} needs the field {err.args[0]!r}: tr({key!r}, {err.args[0]}=...)") from None
+    return text
+
+
+def _clean_cell(cell: str) -> str:
+    """Drop markdown emphasis and code marks so that '**token**' and '`token`' read as 'token'."""
+    return re.sub(r"[*`]", "", cell).strip()
+
+
+def parse_glossary(markdown: str) -> list[tuple[str, str]]:
+    """(en, zh) pairs of the first markdown table whose header starts with ``English``."""
+    pairs: list[tuple[str, str]] = []
+    in_table = False
+    for line in markdown.splitlines():
+        line = line.strip()
+        if not line.startswith("|"):
+            if in_table:  # the glossary is one table: the first non-table line after it ends it
+                break
+            continue
+        cells = [_clean_cell(c) for c in line.strip("|").split("|")]
+        if not in_table:
+            in_table = cells[0].lower() == "english"
+            continue
+        if len(cells) < 2 or set(cells[0]) <= set("-: "):  # the |---|---| separator row
+            continue
+        if cells[0] and cells[1]:
+            pairs.append((cells[0], cells[1]))
+    return pairs
+
+
+def glossary(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:
+    """The course glossary as (English, 中文) pairs.
+
+    Read from ``docs/glossary.md`` when the repository is there; an installed package without the docs falls
+    back to the plain (non-template) built-in labels so that callers always get something consistent.
+    """
+    if path is not None and not Path(path).is_file():
+        raise FileNotFoundError(f"glossary file {str(path)!r} not found; call glossary() without a path "
+                                "to read the course's docs/glossary.md")
+    file = Path(path) if path is not None else GLOSSARY_PATH
+    if file.is_file():
+        pairs = parse_glossary(file.read_text(encoding="utf-8"))
+        if pairs:
+            return pairs
+    return [(v["en"].lower(), v["zh"]) for v in LABELS.values() if "{" not in v["en"]]

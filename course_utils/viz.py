@@ -1,0 +1,366 @@
+"""Plots used by the lessons, with labels in the notebook's language and a working Chinese font.
+
+Every ``plot_*`` function accepts tensors (any device, with or without grad) or arrays, labels its axes
+through :func:`course_utils.i18n.tr` and *returns* the Figure without showing it: the notebook displays the
+returned value, tests read its data. Figures are created with pyplot (so that Jupyter's inline display is set
+up) and at once released from pyplot's registry: they are displayed once (not again at the end of the cell)
+and never leak.
+
+Importing this module imports nothing heavy: matplotlib is loaded by the first plot.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from . import i18n
+
+# Most preferred first: fonts with full Simplified Chinese coverage and a sans-serif design, then the system
+# fonts of macOS / Windows, then fallbacks with wide coverage. Only fonts matplotlib finds installed are used.
+CJK_FONT_PREFERENCE = (
+    "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN", "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei", "Sarasa Gothic SC", "Sarasa UI SC", "PingFang SC", "Hiragino Sans GB",
+    "Microsoft YaHei", "SimHei", "Heiti SC", "STHeiti", "Noto Sans CJK JP", "Noto Serif CJK SC",
+    "Source Han Serif SC", "AR PL UMing CN", "Droid Sans Fallback", "Arial Unicode MS",
+)
+# Names that suggest a CJK font not in the list above; each candidate is still checked for real coverage.
+_CJK_NAME_HINT = re.compile(r"CJK|Han Sans|Han Serif|Hei|Song|Kai|Ming|Sarasa|Fallback|Unicode", re.I)
+_PROBE = "注意力层头位置维度"  # characters the Chinese labels really use
+_CJK_TEXT = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+
+_coverage_cache: dict[str, bool] = {}
+_warned_missing_font = False
+
+
+class CJKFontWarning(UserWarning):
+    """No installed font can draw Chinese characters."""
+
+
+def _installed_fonts():
+    from matplotlib import font_manager
+    return font_manager.fontManager.ttflist
+
+
+def _covers_cjk(fname: str) -> bool:
+    """True if the font file has glyphs for the probe characters (cached: opening a font takes ms)."""
+    if fname not in _coverage_cache:
+        from matplotlib.ft2font import FT2Font
+        try:
+            font = FT2Font(fname)
+            _coverage_cache[fname] = all(font.get_char_index(ord(c)) for c in _PROBE)
+        except (OSError, RuntimeError, ValueError):  # unreadable or unsupported file: not usable
+            _coverage_cache[fname] = False
+    return _coverage_cache[fname]
+
+
+def find_cjk_font() -> str | None:
+    """Name of the best installed font that can draw Simplified Chinese, or None."""
+    by_name: dict[str, list[str]] = {}
+    for entry in _installed_fonts():
+        by_name.setdefault(entry.name, []).append(entry.fname)
+    candidates = [n for n in CJK_FONT_PREFERENCE if n in by_name]
+    candidates += sorted(n for n in by_name if n not in CJK_FONT_PREFERENCE and _CJK_NAME_HINT.search(n))
+    for name in candidates:
+        if any(_covers_cjk(f) for f in by_name[name]):
+            return name
+    return None
+
+
+def _missing_font_message() -> str:
+    import matplotlib
+    cache = matplotlib.get_cachedir()
+    return (
+        "No installed font can draw Chinese characters, so Chinese labels would show as empty boxes.\n"
+        "没有找到可以显示中文的字体，图中的中文会显示为方框。Install one, then restart the kernel:\n"
+        "  Debian/Ubuntu/Colab: sudo apt-get install fonts-noto-cjk   (smaller: fonts-wqy-microhei)\n"
+        "  Fedora: sudo dnf install google-noto-sans-cjk-fonts   Arch: sudo pacman -S noto-fonts-cjk\n"
+        "  macOS / Windows ship PingFang SC / Microsoft YaHei: if they are not found, the cache is stale.\n"
+        "  conda (no root): conda search -c conda-forge '*cjk*' and install the Noto CJK package it lists.\n"
+        f"Then delete matplotlib's font cache ({cache}/fontlist-*.json) so that it rescans the fonts.\n"
+        "Or register a downloaded font file for this session only:\n"
+        "  matplotlib.font_manager.fontManager.addfont('/path/to/NotoSansCJKsc-Regular.otf')"
+    )
+
+
+def setup_fonts(lang: str | None = None) -> str | None:
+    """Make matplotlib able to draw Chinese when the language is ``zh``; return the font used (or None).
+
+    The chosen font goes first in ``rcParams["font.sans-serif"]``, and ``axes.unicode_minus`` is turned off
+    because many CJK fonts have no U+2212 minus sign. For English nothing is changed. If no CJK font is
+    installed, a :class:`CJKFontWarning` with install instructions is issued once per session.
+    """
+    global _warned_missing_font
+    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    if code != "zh":
+        return None
+    name = find_cjk_font()
+    if name is None:
+        if not _warned_missing_font:
+            _warned_missing_font = True
+            warnings.warn(_missing_font_message(), CJKFontWarning, stacklevel=2)
+        return None
+    import matplotlib
+    others = [f for f in matplotlib.rcParams["font.sans-serif"] if f != name]
+    matplotlib.rcParams["font.sans-serif"] = [name] + others
+    matplotlib.rcParams["font.family"] = ["sans-serif"]
+    matplotlib.rcParams["axes.unicode_minus"] = False
+    return name
+
+
+def _prepare(lang: str | None, *texts) -> str:
+    """Resolve the language; set up a CJK font if the labels or tokens need one (Chinese data in English)."""
+    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    strings = [str(t) for group in texts if group is not None for t in group]
+    if code == "zh" or any(_CJK_TEXT.search(s) for s in strings):
+        setup_fonts("zh")
+    return code
+
+
+def _new_figure(figsize):
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = plt.figure(figsize=figsize, layout="constrained")
+    # Drop it from pyplot's registry: the caller owns it, Jupyter shows it once (the returned value), no leak.
+    plt.close(fig)
+    # Closing leaves a canvas whose draw() does nothing: an Agg canvas keeps fig.canvas.draw() real.
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def to_numpy(x, name: str = "array") -> np.ndarray:
+    """A float numpy copy of a tensor (detached, on CPU) or of anything array-like."""
+    if hasattr(x, "detach"):
+        x = x.detach().to("cpu").float().numpy()
+    arr = np.asarray(x, dtype=float)
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: pass at least one value")
+    return arr
+
+
+def _squeeze_to(arr: np.ndarray, ndim: int, name: str, expected: str) -> np.ndarray:
+    """Drop leading size-1 dimensions (a batch of one) until ``arr`` has ``ndim`` dimensions."""
+    while arr.ndim > ndim and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} has shape {tuple(arr.shape)}, expected {expected}: select one item first, "
+                         f"e.g. {name}[0]")
+    return arr
+
+
+def _check_tokens(tokens, length: int, what: str):
+    if tokens is None:
+        return None
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != length:
+        raise ValueError(f"{len(tokens)} {what} tokens for {length} {what} positions: "
+                         "pass one token per position")
+    return tokens
+
+
+def plot_positional_encoding(pe, ax=None, lang=None, title=None):
+    """Heatmap of a positional-encoding table ``(T, C)`` or ``(1, T, C)``: positions down, dimensions across.
+
+    With ``ax`` it draws there (without a colorbar: the caller owns that layout) and returns ``ax``'s figure.
+    """
+    table = _squeeze_to(to_numpy(pe, "pe"), 2, "pe", "(positions, dimensions)")
+    code = _prepare(lang)
+    own_figure = ax is None
+    if own_figure:
+        fig = _new_figure((7, 4))
+        ax = fig.add_subplot()
+    fig = ax.figure
+    vmax = float(np.abs(table).max()) or 1.0  # symmetric colour scale: 0 is white, sign is colour
+    im = ax.imshow(table, aspect="auto", cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
+    ax.set_xlabel(i18n.tr("dimension", code))
+    ax.set_ylabel(i18n.tr("position", code))
+    ax.set_title(title if title is not None else i18n.tr("positional_encoding", code))
+    if own_figure:
+        fig.colorbar(im, ax=ax)
+    return fig
+
+
+def _label_heatmap(ax, tokens_q, tokens_k, show_q=True, show_k=True):
+    if tokens_q is not None and show_q:
+        ax.set_yticks(range(len(tokens_q)), labels=tokens_q)
+    elif not show_q:
+        ax.set_yticklabels([])
+    if tokens_k is not None and show_k:
+        ax.set_xticks(range(len(tokens_k)), labels=tokens_k, rotation=90)
+    elif not show_k:
+        ax.set_xticklabels([])
+
+
+def plot_attention(weights, queries=None, keys=None, ax=None, title=None, lang=None):
+    """Heatmap of one head's attention weights ``(T_q, T_k)`` (or ``(1, 1, T_q, T_k)``); rows are queries."""
+    w = _squeeze_to(to_numpy(weights, "weights"), 2, "weights", "(T_q, T_k) for one head")
+    queries = _check_tokens(queries, w.shape[0], "query")
+    keys = _check_tokens(keys, w.shape[1], "key")
+    code = _prepare(lang, queries, keys, [title] if title else None)
+    own_figure = ax is None
+    if own_figure:
+        # Room for one token label per cell, within what a notebook page can show.
+        fig = _new_figure((min(12.0, max(4.0, 1.5 + 0.35 * w.shape[1])),
+                           min(10.0, max(3.0, 1.2 + 0.35 * w.shape[0]))))
+        ax = fig.add_subplot()
+    fig = ax.figure
+    im = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=float(w.max()) or 1.0, interpolation="nearest")
+    _label_heatmap(ax, queries, keys)
+    ax.set_xlabel(i18n.tr("key", code))
+    ax.set_ylabel(i18n.tr("query", code))
+    ax.set_title(title if title is not None else i18n.tr("attention_weights", code))
+    if own_figure:  # never add a colorbar to someone else's layout
+        fig.colorbar(im, ax=ax)
+    return fig
+
+
+def _per_head(item, index: int) -> np.ndarray:
+    """(h, T_q, T_k) from a (B, h, T_q, T_k) or (h, T_q, T_k) tensor, or from an attention module."""
+    if hasattr(item, "last_weights"):  # a MultiHeadAttention from attention.record_attention(model)
+        item = item.last_weights
+        if item is None:
+            raise ValueError(f"attention module {index} recorded no weights: run the model inside "
+                             "`with record_attention(model):` (or with need_weights=True) before plotting")
+    arr = to_numpy(item, f"weights_per_layer[{index}]")
+    if arr.ndim == 4:
+        arr = arr[0]  # first item of the batch
+    elif arr.ndim == 2:
+        arr = arr[None]
+    if arr.ndim != 3:
+        raise ValueError(f"weights_per_layer[{index}] has shape {arr.shape}; expected (B, h, T_q, T_k)")
+    return arr
+
+
+def plot_attention_grid(weights_per_layer, tokens_q=None, tokens_k=None, lang=None):
+    """Grid of attention heatmaps: one row per layer (attention module), one column per head; batch item 0.
+
+    ``weights_per_layer``: a list of ``(B, h, T_q, T_k)`` tensors (or of the modules that
+    ``record_attention`` yields), or a dict ``{row name: tensor}``. Token labels are drawn on the rows/columns
+    whose length matches them, so a grid that mixes self- and cross-attention still works.
+    """
+    if isinstance(weights_per_layer, Mapping):
+        names = [str(k) for k in weights_per_layer]
+        items = list(weights_per_layer.values())
+    elif isinstance(weights_per_layer, Sequence) and not isinstance(weights_per_layer, str):
+        items, names = list(weights_per_layer), None
+    else:
+        items, names = [weights_per_layer], None
+    if not items:
+        raise ValueError("weights_per_layer is empty: pass one (B, h, T_q, T_k) tensor per attention layer")
+    tokens_q = None if tokens_q is None else [str(t) for t in tokens_q]
+    tokens_k = None if tokens_k is None else [str(t) for t in tokens_k]
+    code = _prepare(lang, tokens_q, tokens_k)
+    grids = [_per_head(item, i) for i, item in enumerate(items)]
+    if names is None:
+        names = [i18n.tr("layer_n", code, n=i + 1) for i in range(len(grids))]
+    rows, cols = len(grids), max(g.shape[0] for g in grids)
+    vmax = max(float(g.max()) for g in grids) or 1.0  # one colour scale so that panels compare
+    panel = min(2.3, 14.0 / cols, 12.0 / rows)  # inches per heatmap: big grids shrink to fit a page
+    fig = _new_figure((1.0 + panel * cols, 0.6 + panel * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
+    im = None
+    for r, grid in enumerate(grids):
+        tq = tokens_q if tokens_q is not None and len(tokens_q) == grid.shape[1] else None
+        tk = tokens_k if tokens_k is not None and len(tokens_k) == grid.shape[2] else None
+        for c in range(cols):
+            ax = axes[r, c]
+            if c >= grid.shape[0]:  # this layer has fewer heads than the widest one
+                ax.remove()
+                continue
+            # Key labels go on the lowest panel of each column (later rows may have fewer heads).
+            bottom = all(c >= g.shape[0] for g in grids[r + 1:])
+            im = ax.imshow(grid[c], cmap="viridis", vmin=0.0, vmax=vmax, interpolation="nearest")
+            _label_heatmap(ax, tq, tk, show_q=c == 0, show_k=bottom)
+            if r == 0:
+                ax.set_title(i18n.tr("head_n", code, n=c + 1))
+            if c == 0:
+                ax.set_ylabel(f"{names[r]}\n{i18n.tr('query', code)}")
+            if bottom:
+                ax.set_xlabel(i18n.tr("key", code))
+    fig.colorbar(im, ax=list(fig.axes), shrink=0.8, label=i18n.tr("attention_weights", code))
+    return fig
+
+
+def _as_history_dict(history) -> dict:
+    if hasattr(history, "to_dict"):
+        history = history.to_dict()
+    if not isinstance(history, Mapping):
+        raise TypeError("plot_history expects a dict or an object with .to_dict(), "
+                        f"got {type(history).__name__}")
+    return dict(history)
+
+
+def _finite_pairs(xs, ys, name: str, fix: str = "give one value per step (None where there is none)"):
+    """Keep the points where y is a number (None / NaN mark steps without a measurement)."""
+    if len(xs) != len(ys):
+        raise ValueError(f"{name} has {len(ys)} values for {len(xs)} steps: {fix}")
+    pts = [(float(x), float(y)) for x, y in zip(xs, ys) if y is not None and np.isfinite(float(y))]
+    return [p[0] for p in pts], [p[1] for p in pts]
+
+
+def plot_history(history_or_dict, lang=None):
+    """Training (and validation) loss against the step, plus the learning rate on a second y axis if recorded.
+
+    Keys: ``"loss"`` (or ``"train_loss"``); optional ``"step"`` (else ``"epoch"``, else 1, 2, ...);
+    ``"val_loss"`` with optional ``"val_step"`` (else the same steps as the loss); ``"lr"`` (one per step).
+    """
+    d = _as_history_dict(history_or_dict)
+    loss = d.get("loss", d.get("train_loss"))
+    if loss is None or len(loss) == 0:
+        raise ValueError(f"no training loss to plot: the history has keys {sorted(d)}, expected 'loss' "
+                         "(one value per step)")
+    code = _prepare(lang)
+    x_key = "step" if "step" in d else "epoch" if "epoch" in d else None
+    steps = list(d[x_key]) if x_key else list(range(1, len(loss) + 1))
+    fig = _new_figure((7, 4))
+    ax = fig.add_subplot()
+    lines = ax.plot(*_finite_pairs(steps, list(loss), "loss"), label=i18n.tr("train_loss", code))
+    val = d.get("val_loss")
+    if val is not None and len(val) > 0:
+        val_steps = list(d["val_step"]) if "val_step" in d else steps
+        pairs = _finite_pairs(val_steps, list(val), "val_loss",
+                              "give the steps at which it was measured under 'val_step'")
+        lines += ax.plot(*pairs, "o-", label=i18n.tr("val_loss", code))
+    ax.set_xlabel(i18n.tr(x_key or "step", code))
+    ax.set_ylabel(i18n.tr("loss", code))
+    ax.grid(alpha=0.3)
+    lr = d.get("lr")
+    if lr is not None and len(lr) > 0:
+        ax_lr = ax.twinx()
+        lines += ax_lr.plot(*_finite_pairs(steps, list(lr), "lr"), "--", color="tab:gray",
+                            label=i18n.tr("learning_rate", code))
+        ax_lr.set_ylabel(i18n.tr("learning_rate", code))
+        ax_lr.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="upper right")  # one legend for both y axes
+    return fig
+
+
+def plot_histograms(before, after, labels=None, lang=None, bins: int = 50):
+    """Side-by-side histograms of two tensors (e.g. activations before/after a LayerNorm), with mean and std.
+
+    ``labels``: two titles, each a string or a ``{"en": ..., "zh": ...}`` dict; default "Before" / "After".
+    """
+    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    if labels is None:
+        labels = (i18n.tr("before", code), i18n.tr("after", code))
+    labels = [i18n.pick(t, code) if isinstance(t, dict) else str(t) for t in labels]
+    if len(labels) != 2:
+        raise ValueError(f"labels needs exactly 2 titles (before, after), got {len(labels)}")
+    data = [to_numpy(before, "before").ravel(), to_numpy(after, "after").ravel()]
+    _prepare(code, labels)
+    fig = _new_figure((9, 3.5))
+    axes = fig.subplots(1, 2)
+    for ax, values, label, color in zip(axes, data, labels, ("tab:blue", "tab:orange")):
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            raise ValueError(f"'{label}' has no finite values (all NaN or inf): check the tensor first")
+        ax.hist(values, bins=bins, color=color, alpha=0.8)
+        ax.set_title(f"{label}\n{i18n.tr('mean', code)} = {values.mean():.3g}, "
+                     f"{i18n.tr('std', code)} = {values.std():.3g}")
+        ax.set_xlabel(i18n.tr("element_value", code))
+        ax.set_ylabel(i18n.tr("count", code))
+    return fig
