@@ -1,0 +1,297 @@
+"""Loaders for the course's datasets, returning plain Python lists and strings (no pandas, no hub).
+
+Each loader looks in the data folder, downloads when it may, and, with ``fallback=True``, returns a tiny
+bundled sample (with a :class:`~course_utils.data.samples.SampleDataWarning`) when the real data cannot be
+had.
+A corrupt file is never silently replaced by a sample: its :class:`ChecksumMismatch` always propagates.
+
+Every result says where it came from: ``result.source`` is a :class:`DataSource`, ``result.describe()`` a
+one-line summary for the lesson to print.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import re
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import samples
+from .archives import extract_resource
+from .download import DataUnavailable, fetch
+from .registry import data_dir as _resolve_dir
+from .registry import get_resource
+
+SST2_SPLITS = ("train", "dev", "test")
+LABEL_NAMES = ("negative", "positive")
+_BR = re.compile(r"(?:\s*<br\s*/?>\s*)+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where a loader's data came from: ``kind`` is ``"data_dir"`` (a verified file already in the data
+    folder), ``"downloaded"`` (fetched by this call) or ``"sample"`` (the tiny bundled fallback)."""
+
+    kind: str
+    location: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        what = {"data_dir": "data folder", "downloaded": "downloaded to", "sample": "TINY bundled sample"}
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"{what.get(self.kind, self.kind)}: {self.location}{detail}"
+
+
+class Examples(list):
+    """A ``list`` of ``(text, label)`` pairs that also knows its ``name``, ``split`` and ``source``."""
+
+    def __init__(self, rows=(), name: str = "", split: str = "", source: DataSource | None = None,
+                 label_names: tuple[str, ...] = LABEL_NAMES):
+        super().__init__(rows)
+        self.name, self.split, self.source, self.label_names = name, split, source, label_names
+
+    def describe(self) -> str:
+        """e.g. ``SST-2 [dev]: 872 examples (negative 428, positive 444) from data folder: …/dev.tsv``."""
+        counts = Counter(label for _, label in self)
+        parts = ", ".join(f"{self.label_names[k] if 0 <= k < len(self.label_names) else k} {counts[k]:,}"
+                          for k in sorted(counts))
+        return f"{self.name} [{self.split}]: {len(self):,} examples ({parts}) from {self.source}"
+
+
+class Text(str):
+    """A ``str`` that also knows its ``name`` and ``source`` (slicing gives a plain ``str``)."""
+
+    def __new__(cls, value: str = "", name: str = "", source: DataSource | None = None):
+        obj = super().__new__(cls, value)
+        obj.name, obj.source = name, source
+        return obj
+
+    def describe(self) -> str:
+        return f"{self.name}: {len(self):,} characters, {len(set(self))} distinct, from {self.source}"
+
+
+def _fetch_with_kind(name: str, data_dir, download: bool, progress: bool) -> tuple[Path, str]:
+    """``fetch`` plus whether the file was already there (``data_dir``) or fetched now (``downloaded``)."""
+    existed = (_resolve_dir(data_dir) / get_resource(name).path).is_file()
+    path = fetch(name, data_dir=data_dir, download=download, progress=progress)
+    return path, "data_dir" if existed else "downloaded"
+
+
+def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable) -> Examples:
+    rows = samples.sample_sentiment(lang, split)
+    samples.warn_sample(title, f"sentiment_{lang}.tsv", f"{len(rows)} sentences", reason, stacklevel=4)
+    source = DataSource("sample", samples.sample_location(f"sentiment_{lang}.tsv"),
+                        f"split {split!r}: every {samples.HOLDOUT_EVERY}th row is held out")
+    return Examples(rows, f"{title} (sample)", split, source)
+
+
+# ----------------------------------------------------------------------------------------------- parsers
+def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
+    """Rows of a TSV with a header naming a ``label`` column (0/1) and one text column.
+
+    Both layouts met in the wild are read: the course's ``label<TAB>sentence`` and GLUE's
+    ``sentence<TAB>label``.
+    Fields are split on tabs only (no CSV quoting: SST sentences contain bare ``"`` characters) and stripped,
+    which also removes the trailing space GLUE leaves before each tab.
+    """
+    lines = text.split("\n")
+    header = [h.strip().lower() for h in lines[0].rstrip("\r").split("\t")]
+    if "label" not in header or len(header) != 2:
+        raise ValueError(f"{where}: expected a header 'label<TAB>sentence' (or 'sentence<TAB>label'), "
+                         f"got {lines[0][:80]!r}: is this the right file?")
+    li = header.index("label")
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or fields[li].strip() not in ("0", "1"):
+            raise ValueError(f"{where}, line {number}: expected '<0 or 1><TAB><text>', got {line[:80]!r}")
+        sentence = fields[1 - li].strip()
+        if sentence:
+            rows.append((sentence, int(fields[li])))
+    return rows
+
+
+def parse_chnsenticorp(path: Path) -> tuple[list[tuple[str, int]], int]:
+    """``label,review`` CSV (header optional; quoted fields may hold commas, newlines) -> (rows, #dropped)."""
+    rows, dropped = [], 0
+    with open(path, encoding="utf-8-sig", newline="") as f:  # newline="": let csv handle quoted newlines
+        reader = csv.reader(f)
+        for row in reader:
+            if reader.line_num == 1 and [c.strip().lower() for c in row] == ["label", "review"]:
+                continue
+            if not row:
+                continue
+            if len(row) != 2 or row[0].strip() not in ("0", "1"):
+                raise ValueError(f"{path}, line {reader.line_num}: expected 'label,review' with label 0 or 1,"
+                                 f" got {row[:3]!r}")
+            review = row[1].strip()
+            if review:
+                rows.append((review, int(row[0])))
+            else:
+                dropped += 1  # an empty review carries no signal; the real file has one
+    return rows, dropped
+
+
+def clean_imdb(text: str) -> str:
+    """Replace the ``<br />`` tags IMDB reviews are full of by a single space."""
+    return _BR.sub(" ", text).strip()
+
+
+def parse_imdb_csv(path: Path) -> list[tuple[str, int]]:
+    """``review,sentiment`` CSV with a header; sentiment is ``positive``/``negative``."""
+    labels = {"negative": 0, "positive": 1}
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f)
+        header = [h.strip().lower() for h in next(reader, [])]
+        if header != ["review", "sentiment"]:
+            raise ValueError(f"{path}: expected the header 'review,sentiment', got {header!r}")
+        rows = []
+        for row in reader:
+            if len(row) != 2 or row[1].strip().lower() not in labels:
+                raise ValueError(f"{path}, line {reader.line_num}: expected '<review>,positive|negative'")
+            rows.append((clean_imdb(row[0]), labels[row[1].strip().lower()]))
+    return rows
+
+
+def read_aclimdb(root: Path, split: str) -> list[tuple[str, int]]:
+    """Reviews of ``aclImdb/<split>/{neg,pos}/<id>_<rating>.txt``; negatives first, then by id."""
+    def order(p: Path):
+        head = p.stem.split("_")[0]
+        return (int(head), p.name) if head.isdigit() else (float("inf"), p.name)
+
+    rows = []
+    for label, folder in enumerate(("neg", "pos")):
+        files = sorted((root / split / folder).glob("*.txt"), key=order)
+        if not files:
+            raise ValueError(f"{root / split / folder} has no reviews: the extraction looks incomplete; "
+                             f"delete {root} and call again")
+        rows += [(clean_imdb(p.read_text(encoding="utf-8")), label) for p in files]
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------- loaders
+def load_tiny_shakespeare(data_dir: str | os.PathLike | None = None, fallback: bool = True,
+                          download: bool = True, progress: bool = True) -> Text:
+    """The tiny-shakespeare corpus as one string (1,115,394 characters), or the bundled prose sample."""
+    try:
+        path, kind = _fetch_with_kind("tiny-shakespeare", data_dir, download, progress)
+    except DataUnavailable as exc:
+        if not fallback:
+            raise
+        text = samples.sample_text()
+        samples.warn_sample("tiny-shakespeare", "prose_en.txt", f"{len(text):,} characters", exc)
+        return Text(text, "tiny-shakespeare (sample)",
+                    DataSource("sample", samples.sample_location("prose_en.txt"), "original prose, CC0"))
+    with open(path, encoding="utf-8", newline="") as f:  # newline="": keep the text byte-for-byte
+        return Text(f.read(), "tiny-shakespeare", DataSource(kind, str(path)))
+
+
+def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, fallback: bool = True,
+              download: bool = True, progress: bool = True) -> Examples:
+    """SST-2 ``split`` (``train`` 67,349 / ``dev`` 872 / ``test`` 1,821) as ``(sentence, label)`` pairs.
+
+    Reads ``sst2/<split>.tsv`` from the data folder; for train and dev it otherwise reads GLUE's
+    ``SST-2.zip`` (downloaded if allowed). The labelled test split only comes from a data folder.
+    """
+    if split not in SST2_SPLITS:
+        raise ValueError(f"split must be one of {SST2_SPLITS}, got {split!r} (SST-2's validation split is "
+                         "'dev')")
+    try:
+        path, kind = _fetch_with_kind(f"sst2-{split}", data_dir, download, progress)  # never downloads
+        with open(path, encoding="utf-8", newline="") as f:
+            return Examples(parse_label_tsv(f.read(), str(path)), "SST-2", split, DataSource(kind, str(path)))
+    except DataUnavailable as exc:
+        missing = exc
+    if split != "test":
+        try:
+            path, kind = _fetch_with_kind("sst2-glue", data_dir, download, progress)
+            member = f"SST-2/{split}.tsv"
+            with zipfile.ZipFile(path) as zf:
+                text = zf.read(member).decode("utf-8")
+            rows = parse_label_tsv(text, f"{path}:{member}")
+            return Examples(rows, "SST-2", split, DataSource(kind, str(path), f"member {member}"))
+        except DataUnavailable as exc:
+            labelled = _resolve_dir(data_dir) / get_resource(f"sst2-{split}").path
+            missing = DataUnavailable(f"{exc}\nAlternatively, put the labelled 'label<TAB>sentence' copy at "
+                                      f"{labelled} (see docs/data.md).")
+    if not fallback:
+        raise missing
+    return _sample_examples("SST-2", split, "en", missing)
+
+
+def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool = True,
+                      download: bool = True, progress: bool = True) -> Examples:
+    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs; empty reviews are dropped (the real file has
+    7,766 rows, one of them empty, so 7,765 come back). There is no official split: see
+    :func:`train_test_split`."""
+    try:
+        path, kind = _fetch_with_kind("chnsenticorp", data_dir, download, progress)
+    except DataUnavailable as exc:
+        if not fallback:
+            raise
+        return _sample_examples("ChnSentiCorp", "all", "zh", exc)
+    rows, dropped = parse_chnsenticorp(path)
+    detail = f"dropped {dropped} empty review{'s' * (dropped != 1)}" if dropped else ""
+    return Examples(rows, "ChnSentiCorp", "all", DataSource(kind, str(path), detail))
+
+
+def load_imdb(split: str = "train", data_dir: str | os.PathLike | None = None, fallback: bool = True,
+              download: bool = True, progress: bool = True, variant: str = "auto") -> Examples:
+    """IMDB reviews as ``(review, label)`` pairs with ``<br />`` tags removed; ``split`` is train/test/all.
+
+    ``variant="subset"``: the 2,500-row ``imdb_subset/IMDB Dataset.csv`` from a data folder (no public URL),
+    split in file order into its first 2,000 rows (train) and last 500 (test).
+    ``variant="full"``: ``aclImdb_v1.tar.gz`` (84 MB, downloaded and extracted once), 25,000 reviews a split.
+    ``variant="auto"``: the subset when the data folder has it, else the full set.
+    """
+    if split not in ("train", "test", "all"):
+        raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
+    if variant not in ("auto", "subset", "full"):
+        raise ValueError(f"variant must be 'auto', 'subset' or 'full', got {variant!r}")
+    missing: DataUnavailable | None = None
+    if variant in ("auto", "subset"):
+        try:
+            path, kind = _fetch_with_kind("imdb-subset", data_dir, download, progress)  # never downloads
+            rows = parse_imdb_csv(path)
+            cut = len(rows) * 4 // 5  # file order, as documented: 2,000 train / 500 test for the real file
+            first, last = {"train": (1, cut), "test": (cut + 1, len(rows)), "all": (1, len(rows))}[split]
+            detail = f"{len(rows):,}-row subset, {split} = rows {first:,}-{last:,}"
+            rows = rows[first - 1:last]
+            return Examples(rows, "IMDB", split, DataSource(kind, str(path), detail))
+        except DataUnavailable as exc:
+            missing = exc
+    if variant in ("auto", "full"):
+        try:
+            existed = (_resolve_dir(data_dir) / get_resource("imdb").path).is_file()
+            root = extract_resource("imdb", data_dir, download, progress) / "aclImdb"
+            splits = ("train", "test") if split == "all" else (split,)
+            rows = [row for s in splits for row in read_aclimdb(root, s)]
+            kind = "data_dir" if existed else "downloaded"
+            return Examples(rows, "IMDB", split, DataSource(kind, str(root), "aclImdb_v1.tar.gz"))
+        except DataUnavailable as exc:
+            if missing is not None:  # auto mode: the subset was missing too, say where it would go
+                subset = _resolve_dir(data_dir) / get_resource("imdb-subset").path
+                exc = DataUnavailable(f"{exc}\nOr, for the small 2,500-review subset, put it at {subset}.")
+            missing = exc
+    if not fallback:
+        raise missing
+    return _sample_examples("IMDB", split, "en", missing)
+
+
+def train_test_split(examples: Examples, test_size: float = 0.2, seed: int = 0) -> tuple[Examples, Examples]:
+    """Shuffle with ``seed`` and split off ``test_size`` (a fraction) of the examples; sources are kept."""
+    if not 0 < test_size < 1:
+        raise ValueError(f"test_size must be a fraction between 0 and 1, got {test_size}")
+    order = list(range(len(examples)))
+    random.Random(seed).shuffle(order)
+    n_test = max(1, round(len(order) * test_size))
+    meta = dict(name=getattr(examples, "name", ""), source=getattr(examples, "source", None))
+    return (Examples([examples[i] for i in order[n_test:]], split="train", **meta),
+            Examples([examples[i] for i in order[:n_test]], split="test", **meta))

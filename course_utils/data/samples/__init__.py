@@ -1,0 +1,69 @@
+"""Tiny bundled stand-ins for the real datasets, used only when the real data cannot be had.
+
+A lesson should still *run* on a laptop with no internet, so every loader can fall back to one of the files
+in this folder (``course_utils/data/samples/``), written for the course and dedicated to the public domain:
+
+* ``sentiment_en.tsv``: 60 short English movie-review sentences, 30 positive / 30 negative (SST-2, IMDB);
+* ``sentiment_zh.tsv``: 40 short Chinese hotel-review sentences, 20 / 20 (for ChnSentiCorp);
+* ``prose_en.txt``: about 300 lines of original English prose (for tiny-shakespeare).
+
+They are far too small to learn anything general from, so using one always emits a :class:`SampleDataWarning`
+saying so and how to get the real data.
+"""
+
+from __future__ import annotations
+
+import warnings
+from importlib import resources
+
+#: Rows ``i`` with ``i % HOLDOUT_EVERY == HOLDOUT_EVERY - 1`` form the held-out split of a sentiment sample.
+HOLDOUT_EVERY = 5
+
+
+class SampleDataWarning(UserWarning):
+    """The tiny bundled sample is being used instead of the real dataset."""
+
+
+def _read(name: str) -> str:
+    # importlib.resources also works when the package is installed as a zip or wheel
+    return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+
+
+def sample_location(name: str) -> str:
+    """Human-readable location of a bundled sample, for messages."""
+    return f"course_utils/data/samples/{name}"
+
+
+def sample_text() -> str:
+    """The bundled English prose (a few hundred lines), used instead of tiny-shakespeare."""
+    return _read("prose_en.txt")
+
+
+def sample_sentiment(lang: str = "en", split: str = "all") -> list[tuple[str, int]]:
+    """Bundled ``(text, label)`` pairs; ``lang`` is ``"en"`` or ``"zh"``.
+
+    ``split="train"`` keeps 4 rows out of 5, ``"dev"``/``"test"``/``"validation"`` the 5th (the same rows for
+    all three), ``"all"`` everything. Labels alternate in the files, so both parts stay balanced.
+    """
+    if lang not in ("en", "zh"):
+        raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
+    lines = _read(f"sentiment_{lang}.tsv").splitlines()[1:]  # first line is the header
+    rows = [(text, int(label)) for label, text in (line.split("\t", 1) for line in lines if line.strip())]
+    if split == "all":
+        return rows
+    held_out = split in ("dev", "test", "validation")
+    if not held_out and split != "train":
+        raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
+    return [row for i, row in enumerate(rows) if (i % HOLDOUT_EVERY == HOLDOUT_EVERY - 1) == held_out]
+
+
+def warn_sample(title: str, sample: str, size: str, reason: Exception, stacklevel: int = 3) -> None:
+    """Emit one :class:`SampleDataWarning` explaining that a tiny sample replaces ``title`` and why.
+
+    ``stacklevel`` counts the frames up to the lesson's own line, which the warning then points at."""
+    warnings.warn(
+        f"Using the tiny bundled sample {sample_location(sample)} ({size}) instead of {title}: results on it "
+        f"say little about a real model. Pass fallback=False to get an error instead.\n{reason}",
+        SampleDataWarning,
+        stacklevel=stacklevel,
+    )

@@ -1,0 +1,233 @@
+"""Character- and word-level tokenizers: text -> integer ids -> text.
+
+A model only sees integers, so a tokenizer is a fixed, invertible table between pieces of text ("tokens") and
+ids. Both tokenizers here share five *special tokens* at the start of the vocabulary:
+
+======  ===  =========================================================================
+token   id   used for
+======  ===  =========================================================================
+<pad>   0    filling short sequences of a batch up to the same length (masked out later)
+<unk>   1    any token that is not in the vocabulary
+<bos>   2    "beginning of sequence": what a decoder starts generating from
+<eos>   3    "end of sequence": the model says it is done
+<mask>  4    hidden tokens a masked language model must guess (BERT-style)
+======  ===  =========================================================================
+
+``<pad>`` is 0 on purpose: ``torch.zeros`` is then an all-padding batch, and ``padding_mask(ids, pad_id=0)``
+works without arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import torch
+
+PAD, UNK, BOS, EOS, MASK = "<pad>", "<unk>", "<bos>", "<eos>", "<mask>"
+SPECIAL_TOKENS = (PAD, UNK, BOS, EOS, MASK)
+PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID = range(len(SPECIAL_TOKENS))
+
+# CJK ideographs, kana and hangul: Chinese has no spaces between words, so each character is one token.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+# a CJK character | a word (letters/digits, with inner apostrophes: don't) | any other visible character
+_WORD_RE = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+(?:'(?:(?![{_CJK}])\w)+)*|\S")
+_IS_CJK = re.compile(rf"[{_CJK}]")
+
+
+def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID,
+              max_len: int | None = None) -> torch.Tensor:
+    """Stack sequences of ids into a ``(B, T)`` LongTensor, right-padded with ``pad_id``.
+
+    ``T`` is the longest sequence, or exactly ``max_len`` when given (longer sequences are cut at the end).
+    """
+    if max_len is not None and max_len < 0:
+        raise ValueError(f"max_len must be >= 0, got {max_len}")
+    rows = [torch.as_tensor(s, dtype=torch.long).reshape(-1) for s in seqs]
+    width = max((len(r) for r in rows), default=0) if max_len is None else max_len
+    out = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    for i, row in enumerate(rows):
+        n = min(len(row), width)
+        out[i, :n] = row[:n]
+    return out
+
+
+class Tokenizer:
+    """Shared machinery: the vocabulary table, special tokens, encode / decode / batching, save / load.
+
+    Subclasses define how text is cut into tokens (:meth:`tokenize`) and glued back (:meth:`_join`).
+    """
+
+    pad_id, unk_id, bos_id, eos_id, mask_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID
+
+    def __init__(self, tokens: Iterable[str]):
+        tokens = list(tokens)
+        if tokens[: len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS):
+            tokens = list(SPECIAL_TOKENS) + [t for t in tokens if t not in SPECIAL_TOKENS]
+        if len(set(tokens)) != len(tokens):
+            raise ValueError("the vocabulary has duplicate tokens: each token must appear once")
+        self.itos: list[str] = tokens  # id -> token
+        self.stoi: dict[str, int] = {t: i for i, t in enumerate(tokens)}  # token -> id
+
+    # --- vocabulary
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size})"
+
+    def token_to_id(self, token: str) -> int:
+        return self.stoi.get(token, self.unk_id)
+
+    def id_to_token(self, i: int) -> str:
+        return self.itos[self._check_ids([i])[0]]
+
+    # --- text <-> ids
+    def tokenize(self, text: str) -> list[str]:
+        raise NotImplementedError  # pragma: no cover - defined by every subclass
+
+    def _join(self, tokens: list[str]) -> str:
+        raise NotImplementedError  # pragma: no cover - defined by every subclass
+
+    def encode(self, text: str, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """``text`` -> list of ids; unknown tokens become ``<unk>`` (id 1)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode expects a str, got {type(text).__name__}: use encode_batch for a list")
+        ids = [self.stoi.get(t, self.unk_id) for t in self.tokenize(text)]
+        return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
+
+    def decode(self, ids: Iterable[int] | torch.Tensor, skip_special: bool = True) -> str:
+        """ids -> text. ``skip_special`` drops ``<pad> <bos> <eos> <mask>``; ``<unk>`` stays visible, because
+        it stands for a real piece of the text that the vocabulary could not represent."""
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() > 1:
+                raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: "
+                                 "decode each row, e.g. [tok.decode(row) for row in batch]")
+            ids = ids.tolist()
+        ids = self._check_ids(list(ids))
+        hidden = {self.pad_id, self.bos_id, self.eos_id, self.mask_id} if skip_special else set()
+        return self._join([self.itos[i] for i in ids if i not in hidden])
+
+    def _check_ids(self, ids: list) -> list[int]:
+        checked = []
+        for i in ids:
+            try:
+                if isinstance(i, bool):
+                    raise TypeError
+                j = operator.index(i)  # accepts int, numpy integers and 0-d integer tensors; not floats
+            except TypeError:
+                raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})") from None
+            if not 0 <= j < self.vocab_size:
+                raise ValueError(f"token id {j} is outside the vocabulary: this {type(self).__name__} has "
+                                 f"vocab_size={self.vocab_size}, so ids must be in "
+                                 f"[0, {self.vocab_size - 1}]. Decode with the tokenizer that made the ids.")
+            checked.append(j)
+        return checked
+
+    def encode_batch(self, texts: Sequence[str], add_bos: bool = False, add_eos: bool = False,
+                     max_len: int | None = None) -> torch.Tensor:
+        """Encode several texts and pad them into one ``(B, T)`` LongTensor (see :func:`pad_batch`)."""
+        if isinstance(texts, str):
+            raise TypeError("encode_batch expects a list of strings; for one string use encode(text)")
+        return pad_batch([self.encode(t, add_bos, add_eos) for t in texts], self.pad_id, max_len)
+
+    def pad_batch(self, seqs, max_len: int | None = None) -> torch.Tensor:
+        """:func:`pad_batch` with this tokenizer's ``<pad>`` id."""
+        return pad_batch(seqs, self.pad_id, max_len)
+
+    # --- persistence (a trained model is useless without the exact vocabulary it was trained with)
+    def to_dict(self) -> dict:
+        return {"type": type(self).__name__, "tokens": self.itos, **self._config()}
+
+    def _config(self) -> dict:
+        return {}
+
+    @staticmethod
+    def from_dict(d: dict) -> Tokenizer:
+        kinds = {"CharTokenizer": CharTokenizer, "WordTokenizer": WordTokenizer}
+        if d.get("type") not in kinds:
+            raise ValueError(f"unknown tokenizer type {d.get('type')!r}: expected one of {sorted(kinds)}")
+        config = {k: v for k, v in d.items() if k not in ("type", "tokens")}
+        return kinds[d["type"]](d["tokens"], **config)
+
+    def save(self, path: str | os.PathLike) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, ensure_ascii=False, indent=0)
+
+    @staticmethod
+    def load(path: str | os.PathLike) -> Tokenizer:
+        with open(path, encoding="utf-8") as f:
+            return Tokenizer.from_dict(json.load(f))
+
+
+class CharTokenizer(Tokenizer):
+    """One token per character (Unicode code point): tiny vocabulary, long sequences, never out of words."""
+
+    @classmethod
+    def from_text(cls, text: str) -> CharTokenizer:
+        """Vocabulary = the 5 special tokens + every distinct character of ``text``, in sorted order."""
+        if not isinstance(text, str):
+            raise TypeError(f"from_text expects one str, got {type(text).__name__}: join a list with ''.join")
+        return cls(sorted(set(text)))
+
+    def tokenize(self, text: str) -> list[str]:
+        return list(text)
+
+    def _join(self, tokens: list[str]) -> str:
+        return "".join(tokens)
+
+
+class WordTokenizer(Tokenizer):
+    """Words, numbers and punctuation marks are tokens (a Chinese character counts as a word).
+
+    The split is a simple regex: ``"Don't stop!"`` -> ``["don't", "stop", "!"]`` with ``lowercase=True``.
+    Decoding puts single spaces between tokens (none between CJK characters), so spacing is normalized.
+    """
+
+    def __init__(self, tokens: Iterable[str], lowercase: bool = True):
+        super().__init__(tokens)
+        self.lowercase = lowercase
+
+    def _config(self) -> dict:
+        return {"lowercase": self.lowercase}
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str], min_freq: int = 1, max_size: int | None = None,
+                   lowercase: bool = True) -> WordTokenizer:
+        """Build the vocabulary from ``texts``: tokens seen at least ``min_freq`` times, most frequent first
+        (ties alphabetical), at most ``max_size`` entries *including* the 5 special tokens."""
+        if isinstance(texts, str):
+            raise TypeError("from_texts expects a list of strings, got one str: wrap it as [text]")
+        if min_freq < 1:
+            raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        if max_size is not None and max_size < len(SPECIAL_TOKENS):
+            raise ValueError(f"max_size={max_size} leaves no room: the {len(SPECIAL_TOKENS)} special tokens "
+                             f"alone need {len(SPECIAL_TOKENS)}; use max_size > {len(SPECIAL_TOKENS)}")
+        splitter = cls([], lowercase=lowercase)
+        counts = Counter(tok for text in texts for tok in splitter.tokenize(text))
+        kept = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
+        if max_size is not None:
+            kept = kept[: max_size - len(SPECIAL_TOKENS)]
+        return cls(kept, lowercase=lowercase)
+
+    def tokenize(self, text: str) -> list[str]:
+        return _WORD_RE.findall(text.lower() if self.lowercase else text)
+
+    def _join(self, tokens: list[str]) -> str:
+        out = []
+        for i, tok in enumerate(tokens):
+            if i and not (_IS_CJK.fullmatch(tok) and _IS_CJK.fullmatch(tokens[i - 1])):
+                out.append(" ")
+            out.append(tok)
+        return "".join(out)
