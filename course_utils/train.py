@@ -1,0 +1,341 @@
+"""A small, readable training loop (lessons 09-13 and the benchmarks).
+
+``fit`` is the whole recipe of lesson 09 in one place: AdamW, a learning-rate schedule, gradient
+clipping, mixed precision, periodic evaluation, a NaN guard and resumable checkpoints. Schedules live in
+``course_utils.schedules`` and checkpoints in ``course_utils.checkpoint``; both are re-exported here.
+
+Reproducibility contract: ``get_batch(step)`` must be a deterministic function of ``step``. Together with
+the RNG states stored in each checkpoint this makes a resumed run produce exactly the loss curve of an
+uninterrupted one (bit-for-bit on CPU).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .schedules import cosine_schedule, inverse_sqrt_schedule
+
+__all__ = [
+    "pick_device", "seed_everything", "move_to_device", "History", "TrainingDiverged", "fit",
+    "inverse_sqrt_schedule", "cosine_schedule", "save_checkpoint", "load_checkpoint", "CheckpointError",
+]
+
+_AMP_MODES = ("auto", "bf16", "fp16", "off")
+
+
+def pick_device(prefer: str | torch.device | None = None) -> torch.device:
+    """The best available device: CUDA, then Apple MPS, then CPU; or ``prefer``, checked to be usable."""
+    if prefer is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        device = torch.device(prefer)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"unknown device {prefer!r}: use 'cpu', 'cuda', 'cuda:0', 'mps' or None") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {prefer!r} requested but CUDA is not available: use pick_device() or 'cpu'")
+    if device.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise ValueError(f"device {prefer!r} requested but MPS is not available: use pick_device() or 'cpu'")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's ``random``, NumPy's global RNG and torch (CPU and every CUDA device)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r} (NumPy's limit)")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds all CUDA devices
+
+
+def move_to_device(batch: Any, device: torch.device | str) -> Any:
+    """Move every tensor in ``batch`` (a tensor, tuple/list/namedtuple or dict, nested) to ``device``."""
+    if isinstance(batch, Tensor):
+        return batch.to(device)
+    if isinstance(batch, Mapping):  # any mapping comes back as a plain dict
+        return {k: move_to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple: rebuild with positional fields
+        return type(batch)(*(move_to_device(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(move_to_device(v, device) for v in batch)
+    return batch  # ints, strings, None...: nothing to move
+
+
+_RESERVED = ("step", "loss", "lr", "elapsed", "val_step", "interrupted")
+
+
+@dataclass
+class History:
+    """What ``fit`` recorded, as plain lists: ``plt.plot(h.step, h.loss)`` or ``viz.plot_history(h)``.
+
+    ``step[i]`` is the (0-based) update index, ``loss[i]`` its training loss, ``lr[i]`` the learning rate used
+    for it, ``elapsed[i]`` the seconds since training began (summed across resumes). Evaluations: ``val_step``
+    and ``metrics = {"val_loss": [...], ...}`` aligned with it (NaN where a metric was not returned).
+    ``interrupted`` is True when the run was stopped with Ctrl+C or the Jupyter stop button.
+    """
+
+    step: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    elapsed: list[float] = field(default_factory=list)
+    val_step: list[int] = field(default_factory=list)
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+    interrupted: bool = False
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def record_step(self, step: int, loss: float, lr: float, elapsed: float) -> None:
+        self.step.append(int(step))
+        self.loss.append(float(loss))
+        self.lr.append(float(lr))
+        self.elapsed.append(float(elapsed))
+
+    def record_eval(self, step: int, metrics: Mapping[str, Any]) -> None:
+        for name in metrics:
+            if name in _RESERVED:
+                raise ValueError(f"eval_fn returned a metric named {name!r}, a name History uses for "
+                                 f"training: rename it, e.g. 'val_{name}'")
+            # a metric seen for the first time: pad its earlier evaluations with NaN
+            self.metrics.setdefault(str(name), [math.nan] * len(self.val_step))
+        self.val_step.append(int(step))
+        for name, values in self.metrics.items():
+            values.append(float(metrics[name]) if name in metrics else math.nan)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain lists (no tensors): the keys ``viz.plot_history`` reads, each metric under its own name.
+
+        Safe to store in a ``weights_only`` checkpoint or as JSON.
+        """
+        out: dict[str, Any] = {"step": list(self.step), "loss": list(self.loss), "lr": list(self.lr),
+                               "elapsed": list(self.elapsed), "val_step": list(self.val_step)}
+        out.update({name: list(values) for name, values in self.metrics.items()})
+        out["interrupted"] = self.interrupted
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> History:
+        """Inverse of :meth:`to_dict` (every key that is not a training field is an eval metric)."""
+        return cls(step=list(data["step"]), loss=list(data["loss"]), lr=list(data["lr"]),
+                   elapsed=list(data["elapsed"]), val_step=list(data.get("val_step", [])),
+                   metrics={k: list(v) for k, v in data.items() if k not in _RESERVED},
+                   interrupted=bool(data.get("interrupted", False)))
+
+
+class TrainingDiverged(FloatingPointError):
+    """The loss (or the gradient norm) became NaN/inf; ``step``, ``value`` and ``lr`` say where."""
+
+    def __init__(self, message: str, *, step: int, value: float, lr: float) -> None:
+        super().__init__(message)
+        self.step, self.value, self.lr = step, value, lr
+
+
+def _resolve_amp(amp: str, device: torch.device) -> str:
+    if amp not in _AMP_MODES:
+        raise ValueError(f"amp={amp!r} is not supported: use one of {_AMP_MODES}")
+    if amp == "auto":
+        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "off"
+    if amp == "fp16" and device.type != "cuda":
+        raise ValueError(f"amp='fp16' needs a CUDA GPU (device is {device}): use amp='bf16' or amp='off'")
+    return amp
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn.Module, Any], Tensor], *,
+        steps: int, optimizer: torch.optim.Optimizer | None = None, lr: float = 3e-4,
+        weight_decay: float = 0.0, schedule: Any = None, clip_grad: float | None = 1.0, amp: str = "auto",
+        eval_fn: Callable[[nn.Module], Mapping[str, Any]] | None = None, eval_every: int = 0,
+        checkpoint_path: str | os.PathLike | None = None, checkpoint_every: int = 0, resume: bool = True,
+        device: str | torch.device | None = None, seed: int = 0, progress: bool = True,
+        history: History | None = None) -> History:
+    """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
+
+    Update ``step`` (0-based): ``batch = get_batch(step)``, moved to ``device``; ``loss = loss_fn(model,
+    batch)`` under autocast; backward; clip the gradient norm to ``clip_grad`` (``None``/0: off);
+    optimizer step; scheduler step. ``optimizer`` defaults to ``AdamW(lr, weight_decay)`` (both unused
+    when an optimizer is given). ``schedule``: a ``LambdaLR`` multiplier such as
+    ``cosine_schedule(steps, 100)``, or an LR scheduler already built on ``optimizer``. ``amp``: ``"auto"``
+    (bf16 on CUDA when supported, else off), ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler) or
+    ``"off"``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps (once at the end if
+    ``eval_every=0``) in ``model.eval()`` under ``torch.no_grad()``.
+
+    With ``checkpoint_path`` and ``resume=True`` an existing checkpoint is loaded (model, optimizer,
+    scheduler, history, RNG states) and training continues from its step. A checkpoint is written every
+    ``checkpoint_every`` steps and at the end. A ``history`` passed in is appended to (without a checkpoint,
+    training continues after its last step). A non-finite loss or gradient norm raises
+    :class:`TrainingDiverged` before the bad update is applied.
+
+    Ctrl+C / the Jupyter stop button does **not** raise: no half checkpoint is written (the last complete
+    one stays intact), a message explains how to resume, and the history so far is returned with
+    ``history.interrupted = True`` so that the curve can still be plotted.
+    """
+    steps = _check_int("steps", steps, 1)
+    eval_every = _check_int("eval_every", eval_every, 0)
+    checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 0)
+    if eval_every and eval_fn is None:
+        raise ValueError(f"eval_every={eval_every} needs an eval_fn: pass eval_fn=lambda model: {{...}}")
+    if checkpoint_every and checkpoint_path is None:
+        raise ValueError(f"checkpoint_every={checkpoint_every} needs checkpoint_path='runs/model.pt'")
+    if clip_grad is not None and not (_is_number(clip_grad) and clip_grad >= 0):
+        raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
+    if optimizer is None and not (_is_number(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive float such as 3e-4, got {lr!r}")
+    device = pick_device(device)
+    amp = _resolve_amp(amp, device)
+    path = Path(checkpoint_path) if checkpoint_path is not None else None
+    history = history if history is not None else History()
+    seed_everything(seed)
+
+    model.to(device)
+    was_training = model.training
+    model.train()
+    if optimizer is None:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
+    start = history.step[-1] + 1 if len(history) else 0
+    if path is not None and resume and path.exists():
+        scheduler = _make_scheduler(schedule, optimizer, 0)
+        ckpt = load_checkpoint(path, model, optimizer, scheduler, restore_rng=True)
+        start = ckpt["step"]
+        # the checkpoint's history is the truth at its step; update in place so the caller's object follows
+        history.__dict__.update(History.from_dict(ckpt["history"] or History().to_dict()).__dict__)
+        if scaler is not None and "grad_scaler" in ckpt["extra"]:
+            scaler.load_state_dict(ckpt["extra"]["grad_scaler"])
+        print(f"Resuming from {path} at step {start}/{steps}.")
+    else:
+        scheduler = _make_scheduler(schedule, optimizer, start)
+    history.interrupted = False
+    if start >= steps:
+        print(f"Already at step {start} >= steps={steps}: nothing to train (raise steps to go on).")
+
+    def autocast() -> Any:  # a fresh context per use: low-precision matmuls inside, fp32 weights outside
+        if amp == "off":
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
+
+    def diverged(what: str, step: int, value: float, lr_now: float) -> TrainingDiverged:
+        clip = f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)"
+        tips = [f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})", clip,
+                "check the attention mask: a fully masked row or -inf logits give NaN",
+                "check the inputs for NaN/inf"]
+        if amp == "fp16":
+            tips.append("try amp='bf16' or amp='off' (fp16 overflows above 65504)")
+        last = f" The last good checkpoint is {path}." if path is not None and path.exists() else ""
+        return TrainingDiverged(f"{what} is {value} at step {step}: training diverged. Try to: "
+                                + "; ".join(tips) + "." + last, step=step, value=value, lr=lr_now)
+
+    t0 = time.perf_counter() - (history.elapsed[-1] if history.elapsed else 0.0)
+    last_saved, step = start, start
+    bar = tqdm(total=steps, initial=start, disable=not progress, desc="train")
+    try:
+        for step in range(start, steps):
+            batch = move_to_device(get_batch(step), device)
+            with autocast():
+                loss = loss_fn(model, batch)
+            lr_now = optimizer.param_groups[0]["lr"]  # the rate this update uses
+            if not isinstance(loss, Tensor) or loss.numel() != 1:
+                raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__} "
+                                f"{tuple(getattr(loss, 'shape', ()))}: reduce it with .mean()")
+            value = float(loss.detach())
+            if not math.isfinite(value):  # checked before backward: the weights stay the last good ones
+                raise diverged("the loss", step, value, lr_now)
+            if not loss.requires_grad:
+                raise ValueError("the loss does not require grad: loss_fn must not use no_grad() or detach()")
+            optimizer.zero_grad(set_to_none=True)
+            if scaler is not None:  # fp16: scale the loss so that small gradients do not underflow to 0
+                scaler.scale(loss).backward()
+                if clip_grad:
+                    scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+                    nn.utils.clip_grad_norm_(model.parameters(), clip_grad)
+                scaler.step(optimizer)  # skipped (and the scale lowered) if the gradients overflowed
+                scaler.update()
+            else:
+                loss.backward()
+                if clip_grad:
+                    norm = float(nn.utils.clip_grad_norm_(model.parameters(), clip_grad))
+                    if not math.isfinite(norm):
+                        raise diverged("the gradient norm", step, norm, lr_now)
+                optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            history.record_step(step, value, lr_now, time.perf_counter() - t0)
+            bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr_now:.2e}", refresh=False)
+            bar.update(1)
+            done = step + 1
+            if eval_fn is not None and (done % eval_every == 0 if eval_every else done == steps):
+                _evaluate(model, eval_fn, autocast, history, step)
+            if path is not None and (done == steps or (checkpoint_every and done % checkpoint_every == 0)):
+                extra = {"amp": amp, "seed": seed, "steps": steps}
+                if scaler is not None:
+                    extra["grad_scaler"] = scaler.state_dict()
+                save_checkpoint(path, model, optimizer, scheduler, done, history, extra)
+                last_saved = done
+    except TrainingDiverged as err:
+        err.history = history  # the curve up to the divergence, for plotting
+        raise
+    except KeyboardInterrupt:
+        history.interrupted = True
+        if path is not None and path.exists():
+            how = (f"The last complete checkpoint ({path}, step {last_saved}) is intact: run the same "
+                   "fit(...) call again (resume=True) to continue from there.")
+        else:
+            how = "No checkpoint was written (pass checkpoint_path=... to make the run resumable)."
+        print(f"\nInterrupted at step {step}/{steps}. {how} The returned History holds the curve so far.")
+    finally:
+        bar.close()
+        model.train(was_training)
+    return history
+
+
+def _make_scheduler(schedule: Any, optimizer: torch.optim.Optimizer, start: int) -> Any:
+    """Wrap a multiplier in ``LambdaLR``, fast-forwarded to ``start`` updates (a continued history)."""
+    if schedule is None:
+        return None
+    if isinstance(schedule, torch.optim.lr_scheduler.LRScheduler):
+        if schedule.optimizer is not optimizer:
+            raise ValueError("the scheduler passed as schedule= is bound to another optimizer: build it on "
+                             "fit's optimizer, or pass a multiplier such as cosine_schedule(steps, warmup)")
+        return schedule
+    if not callable(schedule):
+        raise TypeError(f"schedule must be a multiplier function or an LR scheduler, got {type(schedule)}")
+    for group in optimizer.param_groups:
+        group.setdefault("initial_lr", group["lr"])  # LambdaLR(last_epoch >= 0) starts from initial_lr
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, schedule, last_epoch=start - 1)
+
+
+def _evaluate(model: nn.Module, eval_fn: Callable, autocast: Callable, history: History, step: int) -> None:
+    model.eval()  # dropout off, as at test time
+    try:
+        with torch.no_grad(), autocast():
+            metrics = eval_fn(model)
+    finally:
+        model.train()
+    if not isinstance(metrics, Mapping):
+        raise TypeError(f"eval_fn must return a dict like {{'val_loss': 1.23}}, got {type(metrics).__name__}")
+    history.record_eval(step, {k: float(v) for k, v in metrics.items()})
