@@ -27,7 +27,7 @@ def _sync(device: str) -> None:
 
 
 def median_time(fn, device: str, repeats: int, inner: int) -> float:
-    for _ in range(2):                                   # warm-up: allocator, kernels, autotuning
+    for _ in range(2):  # warm-up: allocator, kernels, autotuning
         fn()
     _sync(device)
     samples = []
@@ -44,6 +44,7 @@ def fwd_bwd(module_call, x):
     def step():
         x.grad = None
         module_call(x).float().sum().backward()
+
     return step
 
 
@@ -53,13 +54,15 @@ def bench_row(b, t, d, h, device, dtype, repeats, inner, include_written=True):
     ours = load_mha_from_torch(MultiHeadAttention(d, h).to(device, dtype), ref)
     x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
     times = {
-        "nn.MultiheadAttention": median_time(fwd_bwd(lambda y: ref(y, y, y, need_weights=False)[0], x), device,
-                                             repeats, inner),
+        "nn.MultiheadAttention": median_time(
+            fwd_bwd(lambda y: ref(y, y, y, need_weights=False)[0], x), device, repeats, inner
+        ),
         "course_utils (SDPA)": median_time(fwd_bwd(lambda y: ours(y), x), device, repeats, inner),
     }
     if include_written:
-        times["written-out softmax"] = median_time(fwd_bwd(lambda y: ours(y, need_weights=True), x), device,
-                                                   repeats, inner)
+        times["written-out softmax"] = median_time(
+            fwd_bwd(lambda y: ours(y, need_weights=True), x), device, repeats, inner
+        )
     return times
 
 
@@ -68,8 +71,10 @@ def bench_encoder_layer(b, t, d, h, device, dtype, repeats, inner):
     ref = nn.TransformerEncoderLayer(d, h, 4 * d, dropout=0.0, batch_first=True, device=device, dtype=dtype)
     ours = load_encoder_layer_from_torch(EncoderLayer(d, h, 4 * d, dropout=0.0).to(device, dtype), ref)
     x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
-    return {"nn.TransformerEncoderLayer": median_time(fwd_bwd(ref, x), device, repeats, inner),
-            "course_utils EncoderLayer": median_time(fwd_bwd(ours, x), device, repeats, inner)}
+    return {
+        "nn.TransformerEncoderLayer": median_time(fwd_bwd(ref, x), device, repeats, inner),
+        "course_utils EncoderLayer": median_time(fwd_bwd(ours, x), device, repeats, inner),
+    }
 
 
 def main(argv=None) -> None:
@@ -78,7 +83,9 @@ def main(argv=None) -> None:
     p.add_argument("--d-model", type=int, default=256)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--lengths", type=int, nargs="*", default=None)
-    p.add_argument("--tokens", type=int, default=None, help="B·T per row (default 4096 on CPU, 65536 on CUDA)")
+    p.add_argument(
+        "--tokens", type=int, default=None, help="B·T per row (default 4096 on CPU, 65536 on CUDA)"
+    )
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args(argv)
     cuda = args.device == "cuda"
@@ -88,17 +95,23 @@ def main(argv=None) -> None:
     lengths = args.lengths or ([128, 512, 1024, 2048] if cuda else [128, 512])
     tokens = args.tokens or (65536 if cuda else 4096)
     inner = 10 if cuda else 2
-    print(f"device={args.device} ({torch.cuda.get_device_name() if cuda else 'CPU'}), dtype={dtype}, "
-          f"d_model={args.d_model}, heads={args.heads}, torch {torch.__version__}, threads {torch.get_num_threads()}")
-    print("\nMultiHeadAttention forward+backward (ms); ratio = course_utils / nn.MultiheadAttention, "
-          "speed-up = written-out / course_utils")
+    print(
+        f"device={args.device} ({torch.cuda.get_device_name() if cuda else 'CPU'}), dtype={dtype}, "
+        f"d_model={args.d_model}, heads={args.heads}, torch {torch.__version__}, threads {torch.get_num_threads()}"
+    )
+    print(
+        "\nMultiHeadAttention forward+backward (ms); ratio = course_utils / nn.MultiheadAttention, "
+        "speed-up = written-out / course_utils"
+    )
     print(f"{'B':>4} {'T':>5} | {'nn.MHA':>9} {'ours':>9} {'written':>9} | {'ratio':>6} {'speed-up':>8}")
     for t in lengths:
         b = max(1, tokens // t)
         r = bench_row(b, t, args.d_model, args.heads, args.device, dtype, args.repeats, inner)
         ref, ours, wr = r["nn.MultiheadAttention"], r["course_utils (SDPA)"], r["written-out softmax"]
-        print(f"{b:>4} {t:>5} | {ref * 1e3:9.2f} {ours * 1e3:9.2f} {wr * 1e3:9.2f} | {ours / ref:6.3f} "
-              f"{wr / ours:7.2f}x")
+        print(
+            f"{b:>4} {t:>5} | {ref * 1e3:9.2f} {ours * 1e3:9.2f} {wr * 1e3:9.2f} | {ours / ref:6.3f} "
+            f"{wr / ours:7.2f}x"
+        )
     print("\nEncoderLayer forward+backward (ms)")
     for t in lengths[:2]:
         b = max(1, tokens // t)

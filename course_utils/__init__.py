@@ -18,19 +18,64 @@ from .layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, Residua
 from .masks import causal_mask, combine_masks, padding_mask
 from .models import GPT, Decoder, Encoder, EncoderClassifier, MaskedLM, Transformer
 from .norm import LayerNorm, RMSNorm
-from .positional import (LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding,
-                         sinusoidal_encoding)
+from .positional import (
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    TokenEmbedding,
+    sinusoidal_encoding,
+)
 
 __version__ = "0.1.0"
 
-_LAZY = {"attention", "masks", "positional", "norm", "layers", "models", "interop", "losses", "decoding", "train",
-         "schedules", "checkpoint", "viz", "widgets", "i18n", "data", "tokenizers", "lessons", "validation",
-         "pretrained", "budget"}
+_LAZY = {
+    "attention",
+    "masks",
+    "positional",
+    "norm",
+    "layers",
+    "models",
+    "interop",
+    "losses",
+    "decoding",
+    "train",
+    "schedules",
+    "checkpoint",
+    "viz",
+    "widgets",
+    "i18n",
+    "data",
+    "tokenizers",
+    "lessons",
+    "validation",
+    "pretrained",
+    "budget",
+}
 
-__all__ = ["KVCache", "MultiHeadAttention", "record_attention", "scaled_dot_product_attention", "DecoderLayer",
-           "EncoderLayer", "PositionwiseFeedForward", "Residual", "causal_mask", "combine_masks", "padding_mask",
-           "GPT", "Decoder", "Encoder", "EncoderClassifier", "MaskedLM", "Transformer", "LayerNorm", "RMSNorm",
-           "LearnedPositionalEmbedding", "SinusoidalPositionalEncoding", "TokenEmbedding", "sinusoidal_encoding"]
+__all__ = [
+    "KVCache",
+    "MultiHeadAttention",
+    "record_attention",
+    "scaled_dot_product_attention",
+    "DecoderLayer",
+    "EncoderLayer",
+    "PositionwiseFeedForward",
+    "Residual",
+    "causal_mask",
+    "combine_masks",
+    "padding_mask",
+    "GPT",
+    "Decoder",
+    "Encoder",
+    "EncoderClassifier",
+    "MaskedLM",
+    "Transformer",
+    "LayerNorm",
+    "RMSNorm",
+    "LearnedPositionalEmbedding",
+    "SinusoidalPositionalEncoding",
+    "TokenEmbedding",
+    "sinusoidal_encoding",
+]
 
 
 def __getattr__(name: str):

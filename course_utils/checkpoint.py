@@ -36,9 +36,16 @@ class CheckpointError(ValueError):
 
 
 def _unwrap(model: nn.Module) -> nn.Module:
-    # torch.compile wraps the model in an OptimizedModule whose state_dict keys start with "_orig_mod.";
-    # saving/loading the original module keeps checkpoints interchangeable between compiled and eager models.
-    return getattr(model, "_orig_mod", model)
+    # torch.compile wraps the model in an OptimizedModule (keys "_orig_mod.…"), DistributedDataParallel in a
+    # module whose keys start with "module.": saving/loading the inner module keeps checkpoints interchangeable
+    # between compiled, distributed and plain models.
+    while True:
+        if hasattr(model, "_orig_mod"):
+            model = model._orig_mod
+        elif isinstance(model, nn.parallel.DistributedDataParallel):
+            model = model.module
+        else:
+            return model
 
 
 def get_rng_state() -> dict[str, Any]:
@@ -88,8 +95,10 @@ def _check_plain(value: Any, where: str) -> None:
             _check_plain(key, where)
             _check_plain(item, f"{where}[{key!r}]")
     else:
-        raise TypeError(f"{where} holds a {type(value).__name__}, which torch.load(weights_only=True) cannot "
-                        "read back: store tensors, numbers, strings, lists and dicts only (e.g. .tolist())")
+        raise TypeError(
+            f"{where} holds a {type(value).__name__}, which torch.load(weights_only=True) cannot "
+            "read back: store tensors, numbers, strings, lists and dicts only (e.g. .tolist())"
+        )
 
 
 def save_checkpoint(

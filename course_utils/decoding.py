@@ -23,12 +23,16 @@ def top_k_filter(logits: torch.Tensor, top_k: int | None) -> torch.Tensor:
     if top_k is None or top_k >= logits.size(-1):
         return logits
     check_positive(top_k, "top_k")
-    kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]          # (B, 1): the k-th largest logit
+    kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # (B, 1): the k-th largest logit
     return logits.masked_fill(logits < kth, float("-inf"))
 
 
-def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-                generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_next(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """logits ``(B, V)`` -> next ids ``(B, 1)``. ``temperature=0`` means greedy (argmax)."""
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
@@ -39,8 +43,16 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | Non
 
 
 @torch.no_grad()
-def generate(model, ids: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0, top_k: int | None = None,
-             use_cache: bool = True, generator: torch.Generator | None = None) -> torch.Tensor:
+def generate(
+    model,
+    ids: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    use_cache: bool = True,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Continue ``ids (B, T)`` by ``max_new_tokens`` sampled tokens with a ``GPT``; returns ``(B, T + new)``."""
     check_rank(ids, "ids", (2,), "(B, T) token ids")
     if ids.size(1) == 0:
@@ -49,7 +61,7 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, *, temperature: floa
     out, cache = ids, None
     for _ in range(max_new_tokens):
         if use_cache and cache is not None and cache.offset < block:
-            logits = model(out[:, -1:], cache=cache)                 # only the newest token
+            logits = model(out[:, -1:], cache=cache)  # only the newest token
         else:
             # First step, no cache, or the window is full: learned absolute positions mean the cropped window
             # has to be recomputed from position 0.
@@ -60,8 +72,9 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, *, temperature: floa
 
 
 @torch.no_grad()
-def greedy_decode(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int,
-                  use_cache: bool = True) -> torch.Tensor:
+def greedy_decode(
+    model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
+) -> torch.Tensor:
     """Greedy decoding with a seq2seq ``Transformer``: src ``(B, S)`` -> generated ids ``(B, L)`` (no <bos>; after
     a row's <eos> the row is filled with the model's ``pad_id``)."""
     check_rank(src, "src", (2,), "(B, S) token ids")
@@ -70,7 +83,7 @@ def greedy_decode(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: i
     done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     cache = KVCache() if use_cache else None
     for _ in range(max_len):
-        logits = model.decode(ys[:, -1:] if use_cache else ys, memory, src_mask, cache)[:, -1]   # (B, V)
+        logits = model.decode(ys[:, -1:] if use_cache else ys, memory, src_mask, cache)[:, -1]  # (B, V)
         nxt = logits.argmax(dim=-1).masked_fill(done, model.pad_id)
         ys = torch.cat([ys, nxt[:, None]], dim=1)
         done |= nxt == eos_id
@@ -86,16 +99,16 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.no_grad()
 def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
-    memory, src_mask = model.encode(src)                                     # (1, S, C), (1, 1, 1, S)
-    seqs = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)   # (n_alive, t)
-    scores = torch.zeros(1, device=src.device)                               # Σ log P of each alive beam
+    memory, src_mask = model.encode(src)  # (1, S, C), (1, 1, 1, S)
+    seqs = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)  # (n_alive, t)
+    scores = torch.zeros(1, device=src.device)  # Σ log P of each alive beam
     cache = KVCache() if use_cache else None
     finished: list[tuple[float, list[int]]] = []
-    for step in range(max_len):
+    for _ in range(max_len):
         n = seqs.size(0)
         mem, mask = memory.expand(n, -1, -1), src_mask.expand(n, -1, -1, -1)
         logits = model.decode(seqs[:, -1:] if use_cache else seqs, mem, mask, cache)[:, -1]
-        cand = scores[:, None] + torch.log_softmax(logits.float(), dim=-1)    # (n, V)
+        cand = scores[:, None] + torch.log_softmax(logits.float(), dim=-1)  # (n, V)
         vocab = cand.size(1)
         top = cand.view(-1).topk(min(2 * beam_size, cand.numel()))
         origins, tokens, kept = [], [], []
@@ -114,23 +127,34 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
         seqs = torch.cat([seqs[index], torch.tensor(tokens, device=src.device)[:, None]], dim=1)
         scores = torch.tensor(kept, device=src.device)
         if cache is not None:
-            cache.reorder(index)                                             # each beam keeps its parent's past
-    else:
-        step = max_len
-    if not finished:                                                         # ran out of length: rank the alive
-        finished = [(s / length_penalty(seqs.size(1) - 1, alpha), seqs[i, 1:].tolist())
-                    for i, s in enumerate(scores.tolist())]
+            cache.reorder(index)  # each beam keeps its parent's past
+    if not finished:  # ran out of length: rank the alive
+        finished = [
+            (s / length_penalty(seqs.size(1) - 1, alpha), seqs[i, 1:].tolist())
+            for i, s in enumerate(scores.tolist())
+        ]
     return max(finished, key=lambda f: f[0])[1]
 
 
-def beam_search(model, src: torch.Tensor, *, beam_size: int = 4, max_len: int = 50, bos_id: int, eos_id: int,
-                length_penalty_alpha: float = 0.6, use_cache: bool = True) -> torch.Tensor:
+def beam_search(
+    model,
+    src: torch.Tensor,
+    *,
+    beam_size: int = 4,
+    max_len: int = 50,
+    bos_id: int,
+    eos_id: int,
+    length_penalty_alpha: float = 0.6,
+    use_cache: bool = True,
+) -> torch.Tensor:
     """Beam search with a seq2seq ``Transformer``; src ``(B, S)`` -> best hypothesis per row ``(B, L)`` (no <bos>,
     ending in <eos> when one was produced, padded with ``pad_id``). ``beam_size=1`` equals ``greedy_decode``."""
     check_rank(src, "src", (2,), "(B, S) token ids")
     check_positive(beam_size, "beam_size")
-    hyps = [_beam_one(model, src[b: b + 1], beam_size, max_len, bos_id, eos_id, length_penalty_alpha, use_cache)
-            for b in range(src.size(0))]
+    hyps = [
+        _beam_one(model, src[b : b + 1], beam_size, max_len, bos_id, eos_id, length_penalty_alpha, use_cache)
+        for b in range(src.size(0))
+    ]
     width = max(1, max(len(h) for h in hyps))
     out = torch.full((len(hyps), width), model.pad_id, dtype=torch.long, device=src.device)
     for b, h in enumerate(hyps):

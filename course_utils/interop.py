@@ -21,8 +21,10 @@ def _copy(dst: torch.Tensor | None, src: torch.Tensor | None, what: str) -> None
     if dst is None:
         return
     if dst.shape != src.shape:
-        raise ValueError(f"{what}: shape {tuple(src.shape)} cannot be copied into {tuple(dst.shape)}: "
-                         "build both modules with the same d_model, n_heads and d_ff")
+        raise ValueError(
+            f"{what}: shape {tuple(src.shape)} cannot be copied into {tuple(dst.shape)}: "
+            "build both modules with the same d_model, n_heads and d_ff"
+        )
     dst.copy_(src)
 
 
@@ -30,8 +32,10 @@ def _copy(dst: torch.Tensor | None, src: torch.Tensor | None, what: str) -> None
 def load_mha_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
     """Copy ``nn.MultiheadAttention`` (in_proj + out_proj) into our ``MultiHeadAttention``."""
     if theirs.in_proj_weight is None:
-        raise ValueError("nn.MultiheadAttention with kdim/vdim != embed_dim has separate projections; "
-                         "build it with kdim=vdim=embed_dim")
+        raise ValueError(
+            "nn.MultiheadAttention with kdim/vdim != embed_dim has separate projections; "
+            "build it with kdim=vdim=embed_dim"
+        )
     _copy(ours.qkv_proj.weight, theirs.in_proj_weight, "in_proj_weight")
     _copy(ours.qkv_proj.bias, theirs.in_proj_bias, "in_proj_bias")
     _copy(ours.out_proj.weight, theirs.out_proj.weight, "out_proj.weight")
@@ -42,7 +46,9 @@ def load_mha_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention)
 @torch.no_grad()
 def load_norm_from_torch(ours: nn.Module, theirs: nn.LayerNorm) -> nn.Module:
     if not isinstance(ours, LayerNorm):
-        raise TypeError(f"nn.LayerNorm can only be copied into course_utils LayerNorm, not {type(ours).__name__}")
+        raise TypeError(
+            f"nn.LayerNorm can only be copied into course_utils LayerNorm, not {type(ours).__name__}"
+        )
     _copy(ours.weight, theirs.weight, "norm.weight")
     _copy(ours.bias, theirs.bias, "norm.bias")
     return ours
@@ -85,7 +91,9 @@ def _load_stack(ours, theirs_layers, theirs_norm, load_layer) -> None:
     for mine, their in zip(ours.layers, theirs_layers):
         load_layer(mine, their)
     if (theirs_norm is None) != isinstance(ours.norm, nn.Identity):
-        raise ValueError("final norm: build ours with final_norm=True to match nn.Transformer (it always has one)")
+        raise ValueError(
+            "final norm: build ours with final_norm=True to match nn.Transformer (it always has one)"
+        )
     if theirs_norm is not None:
         load_norm_from_torch(ours.norm, theirs_norm)
 

@@ -10,7 +10,7 @@ refreshed after *every* sublayer (masked self-attention -> cross-attention -> FF
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -26,24 +26,32 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 class PositionwiseFeedForward(nn.Module):
     """Two linear maps with a non-linearity between them; the same weights at every position."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", bias: bool = True):
+    def __init__(
+        self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", bias: bool = True
+    ):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)       # W_1, b_1
-        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)       # W_2, b_2
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
         self.activation = _ACTIVATIONS[activation]
         self.dropout = nn.Dropout(check_probability(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))   # (B, T, d_ff) -> (B, T, C)
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # (B, T, d_ff) -> (B, T, C)
 
 
 class Residual(nn.Module):
     """Wraps a sublayer with dropout, the skip connection and normalisation (post- or pre-norm)."""
 
-    def __init__(self, d_model: int, dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
-                 norm: str = "layer"):
+    def __init__(
+        self,
+        d_model: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        norm: str = "layer",
+    ):
         super().__init__()
         self.norm = make_norm(norm, d_model, eps)
         self.dropout = nn.Dropout(check_probability(dropout))
@@ -58,25 +66,53 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention + FFN, each in a residual sublayer. With ``is_causal=True`` it is a GPT block."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
-                 norm_first: bool = False, eps: float = 1e-5, norm: str = "layer", bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        norm: str = "layer",
+        bias: bool = True,
+    ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
         self.res1 = Residual(d_model, dropout, norm_first, eps, norm)
         self.res2 = Residual(d_model, dropout, norm_first, eps, norm)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, is_causal: bool = False,
-                cache: KVCache | None = None) -> torch.Tensor:
-        x = self.res1(x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, cache=cache))  # (B, T, C)
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        is_causal: bool = False,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
+        x = self.res1(
+            x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, cache=cache)
+        )  # (B, T, C)
         return self.res2(x, self.ffn)
 
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
-                 norm_first: bool = False, eps: float = 1e-5, norm: str = "layer", bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        norm: str = "layer",
+        bias: bool = True,
+    ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias)
@@ -85,11 +121,18 @@ class DecoderLayer(nn.Module):
         self.res2 = Residual(d_model, dropout, norm_first, eps, norm)
         self.res3 = Residual(d_model, dropout, norm_first, eps, norm)
 
-    def forward(self, y: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, *, is_causal: bool = True,
-                cache: KVCache | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        y: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        *,
+        is_causal: bool = True,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
         """y ``(B, T_t, C)`` target states; memory ``(B, T_s, C)`` encoder output; memory_mask is the *source*
         padding mask ``(B, 1, 1, T_s)`` so no query attends to source padding."""
         y = self.res1(y, lambda h: self.self_attn(h, mask=self_mask, is_causal=is_causal, cache=cache))
         y = self.res2(y, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cache))
-        return self.res3(y, self.ffn)                                                              # (B, T_t, C)
+        return self.res3(y, self.ffn)  # (B, T_t, C)

@@ -56,8 +56,10 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
             continue
         check_tensor(m, "mask")
         if m.dtype != torch.bool:
-            raise TypeError(f"combine_masks takes bool masks (True = attend), got {m.dtype}: "
-                            "convert additive masks with from_additive_mask first")
+            raise TypeError(
+                f"combine_masks takes bool masks (True = attend), got {m.dtype}: "
+                "convert additive masks with from_additive_mask first"
+            )
         out = m if out is None else out & m
     return out
 

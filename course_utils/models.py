@@ -32,18 +32,36 @@ def _positions(kind: str, d_model: int, max_len: int, dropout: float) -> nn.Modu
 class Encoder(nn.Module):
     """N encoder layers; input and output ``(B, T, d_model)`` vectors (embeddings are the model's job)."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm_first: bool = False, final_norm: bool | None = None,
-                 eps: float = 1e-5, norm: str = "layer"):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        final_norm: bool | None = None,
+        eps: float = 1e-5,
+        norm: str = "layer",
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
+            for _ in range(n_layers)
+        )
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = make_norm(norm, d_model, eps) if final_norm else nn.Identity()
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, is_causal: bool = False,
-                cache: KVCache | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        is_causal: bool = False,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x, mask, is_causal=is_causal, cache=cache)
         return self.norm(x)
@@ -52,18 +70,37 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """N decoder layers attending to the encoder's output ``memory``."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm_first: bool = False, final_norm: bool | None = None,
-                 eps: float = 1e-5, norm: str = "layer"):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        final_norm: bool | None = None,
+        eps: float = 1e-5,
+        norm: str = "layer",
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
+            for _ in range(n_layers)
+        )
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = make_norm(norm, d_model, eps) if final_norm else nn.Identity()
 
-    def forward(self, y: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, *, is_causal: bool = True,
-                cache: KVCache | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        y: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        *,
+        is_causal: bool = True,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
         for layer in self.layers:
             y = layer(y, memory, self_mask, memory_mask, is_causal=is_causal, cache=cache)
         return self.norm(y)
@@ -76,10 +113,23 @@ class Transformer(nn.Module):
     right (starts with <bos>); the loss compares the logits with the target shifted left (teacher forcing).
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 512, n_heads: int = 8, n_encoder_layers: int = 6,
-                 n_decoder_layers: int = 6, d_ff: int = 2048, dropout: float = 0.1, max_len: int = 512,
-                 pad_id: int = 0, tie_weights: bool = False, norm_first: bool = False, activation: str = "relu",
-                 final_norm: bool | None = None):
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int = 512,
+        n_heads: int = 8,
+        n_encoder_layers: int = 6,
+        n_decoder_layers: int = 6,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        max_len: int = 512,
+        pad_id: int = 0,
+        tie_weights: bool = False,
+        norm_first: bool = False,
+        activation: str = "relu",
+        final_norm: bool | None = None,
+    ):
         super().__init__()
         self.pad_id, self.d_model = pad_id, d_model
         self.src_embed = TokenEmbedding(src_vocab, d_model)
@@ -89,10 +139,10 @@ class Transformer(nn.Module):
         kw = dict(dropout=dropout, activation=activation, norm_first=norm_first, final_norm=final_norm)
         self.encoder = Encoder(n_encoder_layers, d_model, n_heads, d_ff, **kw)
         self.decoder = Decoder(n_decoder_layers, d_model, n_heads, d_ff, **kw)
-        self.generator = nn.Linear(d_model, tgt_vocab)                       # the output layer: logits
+        self.generator = nn.Linear(d_model, tgt_vocab)  # the output layer: logits
         for emb in (self.src_embed, self.tgt_embed):
-            nn.init.normal_(emb.weight, std=d_model ** -0.5)                # ×√d_model brings it to unit scale
-        if tie_weights:                                                      # Press & Wolf (2017): share E and W_out
+            nn.init.normal_(emb.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
+        if tie_weights:  # Press & Wolf (2017): share E and W_out
             self.generator.weight = self.tgt_embed.weight
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,8 +151,13 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src, self.pad_id)
         return self.encoder(self.src_pos(self.src_embed(src)), src_mask), src_mask
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None,
-               cache: KVCache | None = None) -> torch.Tensor:
+    def decode(
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
         """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``. With a cache, pass only the new tokens."""
         check_rank(tgt_in, "tgt_in", (2,), "(B, T_t) token ids")
         offset = cache.offset if cache is not None else 0
@@ -123,26 +178,40 @@ class Transformer(nn.Module):
 class EncoderClassifier(nn.Module):
     """Encoder + pooling + linear head: ids ``(B, T)`` -> class logits ``(B, n_classes)`` (lesson 09)."""
 
-    def __init__(self, vocab_size: int, n_classes: int, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
-                 d_ff: int | None = None, dropout: float = 0.1, max_len: int = 512, pad_id: int = 0,
-                 pool: str = "mean", positional: str = "sinusoidal", norm_first: bool = False):
+    def __init__(
+        self,
+        vocab_size: int,
+        n_classes: int,
+        d_model: int = 128,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        d_ff: int | None = None,
+        dropout: float = 0.1,
+        max_len: int = 512,
+        pad_id: int = 0,
+        pool: str = "mean",
+        positional: str = "sinusoidal",
+        norm_first: bool = False,
+    ):
         super().__init__()
         if pool not in ("mean", "cls"):
             raise ValueError(f"pool must be 'mean' or 'cls' (first token), got {pool!r}")
         self.pad_id, self.pool = pad_id, pool
         self.embed = TokenEmbedding(vocab_size, d_model)
         self.pos = _positions(positional, d_model, max_len, dropout)
-        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, norm_first=norm_first)
+        self.encoder = Encoder(
+            n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, norm_first=norm_first
+        )
         self.head = nn.Linear(d_model, n_classes)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         check_rank(ids, "ids", (2,), "(B, T) token ids")
-        mask = padding_mask(ids, self.pad_id)                                # (B, 1, 1, T)
-        h = self.encoder(self.pos(self.embed(ids)), mask)                    # (B, T, C)
+        mask = padding_mask(ids, self.pad_id)  # (B, 1, 1, T)
+        h = self.encoder(self.pos(self.embed(ids)), mask)  # (B, T, C)
         if self.pool == "cls":
             return self.head(h[:, 0])
-        keep = mask[:, 0, 0, :, None].to(h.dtype)                            # (B, T, 1): padding must not vote
-        pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1.0)              # (B, C)
+        keep = mask[:, 0, 0, :, None].to(h.dtype)  # (B, T, 1): padding must not vote
+        pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1.0)  # (B, C)
         return self.head(pooled)
 
 
@@ -153,14 +222,26 @@ class GPT(nn.Module):
     Pass a ``KVCache`` to feed only the new tokens after the first call.
     """
 
-    def __init__(self, vocab_size: int, block_size: int = 256, n_layers: int = 6, n_heads: int = 6,
-                 d_model: int = 384, d_ff: int | None = None, dropout: float = 0.1, tie_weights: bool = True,
-                 norm_first: bool = True, activation: str = "gelu"):
+    def __init__(
+        self,
+        vocab_size: int,
+        block_size: int = 256,
+        n_layers: int = 6,
+        n_heads: int = 6,
+        d_model: int = 384,
+        d_ff: int | None = None,
+        dropout: float = 0.1,
+        tie_weights: bool = True,
+        norm_first: bool = True,
+        activation: str = "gelu",
+    ):
         super().__init__()
         self.block_size = block_size
-        self.embed = TokenEmbedding(vocab_size, d_model, scale=False)       # GPT-2 does not scale by √d
+        self.embed = TokenEmbedding(vocab_size, d_model, scale=False)  # GPT-2 does not scale by √d
         self.pos = LearnedPositionalEmbedding(block_size, d_model, dropout)
-        self.blocks = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, norm_first)
+        self.blocks = Encoder(
+            n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, norm_first
+        )
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for w in (self.embed.weight, self.pos.embedding.weight):
             nn.init.normal_(w, std=0.02)
@@ -171,34 +252,48 @@ class GPT(nn.Module):
         check_rank(ids, "ids", (2,), "(B, T) token ids")
         offset = cache.offset if cache is not None else 0
         if offset + ids.size(1) > self.block_size:
-            raise ValueError(f"GPT context is {self.block_size} tokens but got {offset + ids.size(1)}: crop the input "
-                             f"to its last {self.block_size} tokens (generate() does this) or build a longer model")
-        x = self.pos(self.embed(ids), offset=offset)                          # (B, T, C)
+            raise ValueError(
+                f"GPT context is {self.block_size} tokens but got {offset + ids.size(1)}: crop the input "
+                f"to its last {self.block_size} tokens (generate() does this) or build a longer model"
+            )
+        x = self.pos(self.embed(ids), offset=offset)  # (B, T, C)
         x = self.blocks(x, is_causal=True, cache=cache)
         if cache is not None:
             cache.advance(ids.size(1))
-        return self.lm_head(x)                                                # (B, T, V)
+        return self.lm_head(x)  # (B, T, V)
 
 
 class MaskedLM(nn.Module):
     """BERT-style encoder + prediction head over the vocabulary for masked positions (lesson 12)."""
 
-    def __init__(self, vocab_size: int, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
-                 d_ff: int | None = None, dropout: float = 0.1, max_len: int = 512, pad_id: int = 0,
-                 activation: str = "gelu", eps: float = 1e-12):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 128,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        d_ff: int | None = None,
+        dropout: float = 0.1,
+        max_len: int = 512,
+        pad_id: int = 0,
+        activation: str = "gelu",
+        eps: float = 1e-12,
+    ):
         super().__init__()
         self.pad_id = pad_id
         self.embed = TokenEmbedding(vocab_size, d_model, scale=False)
         self.pos = LearnedPositionalEmbedding(max_len, d_model, dropout)
         self.embed_norm = make_norm("layer", d_model, eps)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, eps=eps)
-        self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), make_norm("layer", d_model, eps))
+        self.transform = nn.Sequential(
+            nn.Linear(d_model, d_model), nn.GELU(), make_norm("layer", d_model, eps)
+        )
         self.decoder = nn.Linear(d_model, vocab_size)
         nn.init.normal_(self.embed.weight, std=0.02)
-        self.decoder.weight = self.embed.weight                              # tied, as in BERT
+        self.decoder.weight = self.embed.weight  # tied, as in BERT
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         check_rank(ids, "ids", (2,), "(B, T) token ids")
         x = self.embed_norm(self.pos(self.embed(ids)))
         h = self.encoder(x, padding_mask(ids, self.pad_id))
-        return self.decoder(self.transform(h))                              # (B, T, V)
+        return self.decoder(self.transform(h))  # (B, T, V)

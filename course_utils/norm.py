@@ -17,10 +17,12 @@ from torch import nn
 from .validation import check_float, check_last_dim, check_positive
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float) -> torch.Tensor:
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     """LayerNorm written out from the formula (what lesson 06 derives)."""
-    mean = x.mean(dim=-1, keepdim=True)                          # (…, 1)
-    var = (x - mean).pow(2).mean(dim=-1, keepdim=True)           # biased variance, (…, 1)
+    mean = x.mean(dim=-1, keepdim=True)  # (…, 1)
+    var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # biased variance, (…, 1)
     y = (x - mean) * torch.rsqrt(var + eps)
     if weight is not None:
         y = y * weight
@@ -42,11 +44,17 @@ class LayerNorm(nn.Module):
     with ``nn.LayerNorm`` to 1e-10 in float64.
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
-                 fused: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        fused: bool = True,
+    ):
         super().__init__()
         self.d_model, self.eps, self.fused = d_model, check_positive(eps, "eps"), fused
-        self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None    # γ
+        self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None  # γ
         self.bias = nn.Parameter(torch.zeros(d_model)) if elementwise_affine and bias else None  # β
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -66,7 +74,7 @@ class RMSNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-6, fused: bool = True):
         super().__init__()
         self.d_model, self.eps = d_model, check_positive(eps, "eps")
-        self.fused = fused and hasattr(F, "rms_norm")                   # F.rms_norm arrived in torch 2.4
+        self.fused = fused and hasattr(F, "rms_norm")  # F.rms_norm arrived in torch 2.4
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

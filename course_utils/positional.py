@@ -21,15 +21,16 @@ from torch import nn
 from .validation import check_positive, check_rank, check_token_ids
 
 
-def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype=torch.float32,
-                        device=None) -> torch.Tensor:
+def sinusoidal_encoding(
+    max_len: int, d_model: int, base: float = 10000.0, dtype=torch.float32, device=None
+) -> torch.Tensor:
     """The table PE of shape ``(max_len, d_model)``; even columns sin, odd columns cos (lesson 02)."""
     check_positive(max_len, "max_len")
     check_positive(d_model, "d_model")
-    position = torch.arange(max_len, dtype=torch.float64, device=device)[:, None]           # (L, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)                # (ceil(d/2),)
-    inv_freq = torch.exp(-two_i * (math.log(base) / d_model))                             # 1 / base^(2i/d)
-    angles = position * inv_freq                                                          # (L, ceil(d/2))
+    position = torch.arange(max_len, dtype=torch.float64, device=device)[:, None]  # (L, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (ceil(d/2),)
+    inv_freq = torch.exp(-two_i * (math.log(base) / d_model))  # 1 / base^(2i/d)
+    angles = position * inv_freq  # (L, ceil(d/2))
     pe = torch.zeros(max_len, d_model, dtype=torch.float64, device=device)
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])  # odd d_model: one fewer cosine column
@@ -58,7 +59,7 @@ class SinusoidalPositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         check_rank(x, "x", (3,), "(B, T, d_model)")
         _check_length(x.size(1), offset, self.max_len)
-        return self.dropout(x + self.pe[offset: offset + x.size(1)].to(x.dtype))  # (B, T, C)
+        return self.dropout(x + self.pe[offset : offset + x.size(1)].to(x.dtype))  # (B, T, C)
 
 
 class LearnedPositionalEmbedding(nn.Module):

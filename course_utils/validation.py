@@ -12,7 +12,9 @@ import torch
 def check_tensor(x, name: str) -> torch.Tensor:
     """Raise ``TypeError`` unless ``x`` is a tensor."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}: wrap it with torch.as_tensor(...)")
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(x).__name__}: wrap it with torch.as_tensor(...)"
+        )
     return x
 
 
@@ -21,7 +23,9 @@ def check_rank(x: torch.Tensor, name: str, ranks: tuple[int, ...], layout: str) 
     check_tensor(x, name)
     if x.dim() not in ranks:
         hint = " (add a batch dimension with x.unsqueeze(0))" if x.dim() + 1 in ranks else ""
-        raise ValueError(f"{name} must have shape {layout}, got a {x.dim()}-D tensor of shape {tuple(x.shape)}{hint}")
+        raise ValueError(
+            f"{name} must have shape {layout}, got a {x.dim()}-D tensor of shape {tuple(x.shape)}{hint}"
+        )
     return x
 
 
@@ -62,7 +66,9 @@ def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids")
 def check_divisible(d_model: int, n_heads: int) -> int:
     """Return ``d_k = d_model // n_heads``; raise if the split is impossible."""
     if not isinstance(d_model, int) or not isinstance(n_heads, int) or d_model <= 0 or n_heads <= 0:
-        raise ValueError(f"d_model and n_heads must be positive integers, got d_model={d_model!r}, n_heads={n_heads!r}")
+        raise ValueError(
+            f"d_model and n_heads must be positive integers, got d_model={d_model!r}, n_heads={n_heads!r}"
+        )
     if d_model % n_heads:
         lo, hi = (d_model // n_heads) * n_heads, (d_model // n_heads + 1) * n_heads
         lo_txt = f"{lo} or " if lo > 0 else ""
@@ -103,8 +109,10 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
             "convert a 0/1 keep-mask with mask.bool()"
         )
     if mask.dim() > len(scores_shape):
-        raise ValueError(f"{name} has {mask.dim()} dimensions but attention scores have {len(scores_shape)} "
-                         f"(B, h, T_q, T_k) = {tuple(scores_shape)}")
+        raise ValueError(
+            f"{name} has {mask.dim()} dimensions but attention scores have {len(scores_shape)} "
+            f"(B, h, T_q, T_k) = {tuple(scores_shape)}"
+        )
     try:
         torch.broadcast_shapes(tuple(mask.shape), tuple(scores_shape))
     except RuntimeError:

@@ -51,7 +51,7 @@ def test_sdpa_masks_match_torch(dtype, need_weights, kind, device):
 def test_fully_masked_rows_give_zeros_and_finite_gradients(need_weights):
     q, k, v = (t.requires_grad_() for t in _qkv(torch.float64, "cpu", t_q=3, t_k=4))
     mask = torch.ones(3, 4, dtype=torch.bool)
-    mask[1] = False                                                  # query 1 may see nothing
+    mask[1] = False  # query 1 may see nothing
     out, w = scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
     assert torch.equal(out[:, :, 1], torch.zeros_like(out[:, :, 1]))
     assert torch.isfinite(out).all()
@@ -110,7 +110,7 @@ def test_mha_matches_nn_multihead_attention(dtype, need_weights, case, device):
 def test_mha_weights_match_torch_average_and_are_recorded():
     ours, ref = _pair(torch.float64, "cpu")
     x = torch.randn(2, 6, 16, dtype=torch.float64)
-    _, ref_w = ref(x, x, x, need_weights=True, average_attn_weights=False)     # (B, h, T, T)
+    _, ref_w = ref(x, x, x, need_weights=True, average_attn_weights=False)  # (B, h, T, T)
     ours(x, need_weights=True)
     torch.testing.assert_close(ours.last_weights, ref_w, atol=1e-10, rtol=1e-10)
 

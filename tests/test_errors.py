@@ -3,13 +3,23 @@
 import pytest
 import torch
 
-from course_utils import (GPT, KVCache, LearnedPositionalEmbedding, MultiHeadAttention, SinusoidalPositionalEncoding,
-                          TokenEmbedding, Transformer, scaled_dot_product_attention)
+from course_utils import (
+    GPT,
+    KVCache,
+    LearnedPositionalEmbedding,
+    MultiHeadAttention,
+    SinusoidalPositionalEncoding,
+    TokenEmbedding,
+    Transformer,
+    scaled_dot_product_attention,
+)
 from course_utils.masks import causal_mask, combine_masks
 
 
 def test_d_model_not_divisible_by_heads():
-    with pytest.raises(ValueError, match=r"d_model=100 is not divisible by n_heads=8.*multiple of n_heads.*96"):
+    with pytest.raises(
+        ValueError, match=r"d_model=100 is not divisible by n_heads=8.*multiple of n_heads.*96"
+    ):
         MultiHeadAttention(100, 8)
 
 

@@ -5,8 +5,11 @@ import torch
 from torch import nn
 
 from course_utils import DecoderLayer, EncoderLayer, LayerNorm, RMSNorm, Transformer
-from course_utils.interop import (load_decoder_layer_from_torch, load_encoder_layer_from_torch,
-                                  load_transformer_from_torch)
+from course_utils.interop import (
+    load_decoder_layer_from_torch,
+    load_encoder_layer_from_torch,
+    load_transformer_from_torch,
+)
 from course_utils.masks import causal_mask, from_torch_key_padding_mask
 
 TOL = {torch.float64: dict(atol=1e-10, rtol=1e-10), torch.float32: dict(atol=1e-5, rtol=1e-5)}
@@ -28,9 +31,13 @@ def test_layernorm_matches_torch(dtype, eps, fused, device):
 def test_layernorm_uses_biased_variance_and_eps_inside_root():
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
     eps = 0.5
-    expected = (x - 2.5) / torch.sqrt(torch.tensor(1.25 + eps, dtype=torch.float64))   # var = 1.25 (divide by d)
+    expected = (x - 2.5) / torch.sqrt(
+        torch.tensor(1.25 + eps, dtype=torch.float64)
+    )  # var = 1.25 (divide by d)
     for fused in (True, False):
-        torch.testing.assert_close(LayerNorm(4, eps=eps, fused=fused).double()(x), expected, atol=1e-12, rtol=0)
+        torch.testing.assert_close(
+            LayerNorm(4, eps=eps, fused=fused).double()(x), expected, atol=1e-12, rtol=0
+        )
 
 
 @pytest.mark.skipif(not hasattr(nn, "RMSNorm"), reason="torch.nn.RMSNorm needs torch >= 2.4")
@@ -58,21 +65,32 @@ def _inputs(dtype, device):
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_layer_matches_torch(dtype, norm_first, activation, device):
     torch.manual_seed(0)
-    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation=activation, batch_first=True,
-                                     norm_first=norm_first, dtype=dtype, device=device).eval()
+    ref = nn.TransformerEncoderLayer(
+        16,
+        4,
+        32,
+        dropout=0.0,
+        activation=activation,
+        batch_first=True,
+        norm_first=norm_first,
+        dtype=dtype,
+        device=device,
+    ).eval()
     ours = EncoderLayer(16, 4, 32, dropout=0.0, activation=activation, norm_first=norm_first)
     ours = load_encoder_layer_from_torch(ours.to(device=device, dtype=dtype), ref).eval()
     _, mem, kpm = _inputs(dtype, device)
-    torch.testing.assert_close(ours(mem, from_torch_key_padding_mask(kpm)), ref(mem, src_key_padding_mask=kpm),
-                               **TOL[dtype])
+    torch.testing.assert_close(
+        ours(mem, from_torch_key_padding_mask(kpm)), ref(mem, src_key_padding_mask=kpm), **TOL[dtype]
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_matches_torch(dtype, norm_first, device):
     torch.manual_seed(0)
-    ref = nn.TransformerDecoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=norm_first,
-                                     dtype=dtype, device=device).eval()
+    ref = nn.TransformerDecoderLayer(
+        16, 4, 32, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=dtype, device=device
+    ).eval()
     ours = DecoderLayer(16, 4, 32, dropout=0.0, norm_first=norm_first)
     ours = load_decoder_layer_from_torch(ours.to(device=device, dtype=dtype), ref).eval()
     x, mem, kpm = _inputs(dtype, device)
@@ -84,13 +102,19 @@ def test_decoder_layer_matches_torch(dtype, norm_first, device):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_full_transformer_matches_nn_transformer(dtype, norm_first, device):
     torch.manual_seed(0)
-    ref = nn.Transformer(16, 4, 2, 3, 32, dropout=0.0, batch_first=True, norm_first=norm_first,
-                         dtype=dtype, device=device).eval()
+    ref = nn.Transformer(
+        16, 4, 2, 3, 32, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=dtype, device=device
+    ).eval()
     ours = Transformer(50, 60, 16, 4, 2, 3, 32, dropout=0.0, norm_first=norm_first, final_norm=True)
     ours = load_transformer_from_torch(ours.to(device=device, dtype=dtype), ref).eval()
     tgt, src, kpm = _inputs(dtype, device)
-    expected = ref(src, tgt, tgt_mask=~causal_mask(5, device=device), src_key_padding_mask=kpm,
-                   memory_key_padding_mask=kpm)
+    expected = ref(
+        src,
+        tgt,
+        tgt_mask=~causal_mask(5, device=device),
+        src_key_padding_mask=kpm,
+        memory_key_padding_mask=kpm,
+    )
     mask = from_torch_key_padding_mask(kpm)
     got = ours.decoder(tgt, ours.encoder(src, mask), None, mask)
     torch.testing.assert_close(got, expected, **TOL[dtype])

@@ -5,8 +5,16 @@ import math
 import torch
 
 from course_utils import SinusoidalPositionalEncoding, TokenEmbedding, sinusoidal_encoding
-from course_utils.masks import (causal_mask, combine_masks, from_additive_mask, from_torch_key_padding_mask,
-                                lengths_to_padding_mask, padding_mask, to_additive_mask, to_torch_key_padding_mask)
+from course_utils.masks import (
+    causal_mask,
+    combine_masks,
+    from_additive_mask,
+    from_torch_key_padding_mask,
+    lengths_to_padding_mask,
+    padding_mask,
+    to_additive_mask,
+    to_torch_key_padding_mask,
+)
 
 
 def test_sinusoidal_matches_the_papers_formula():

@@ -31,7 +31,7 @@ def test_causal_outputs_ignore_the_future(seed, t, data):
     p = data.draw(st.integers(0, t - 2))
     ids = torch.randint(0, 20, (2, t))
     changed = ids.clone()
-    changed[:, p + 1:] = torch.randint(0, 20, (2, t - p - 1))
+    changed[:, p + 1 :] = torch.randint(0, 20, (2, t - p - 1))
     torch.testing.assert_close(model(ids)[:, : p + 1], model(changed)[:, : p + 1], atol=1e-10, rtol=1e-10)
 
 
@@ -58,7 +58,9 @@ def test_kv_cached_gpt_equals_full_recomputation(seed, t, prefix):
     ids = torch.randint(0, 25, (2, t))
     prefix = min(prefix, t)
     cache = KVCache()
-    steps = [model(ids[:, :prefix], cache=cache)] + [model(ids[:, i: i + 1], cache=cache) for i in range(prefix, t)]
+    steps = [model(ids[:, :prefix], cache=cache)] + [
+        model(ids[:, i : i + 1], cache=cache) for i in range(prefix, t)
+    ]
     torch.testing.assert_close(torch.cat(steps, dim=1), model(ids), atol=1e-10, rtol=1e-10)
 
 
@@ -72,8 +74,10 @@ def test_kv_cached_seq2seq_decoder_equals_full_recomputation(seed, t):
     tgt = torch.randint(1, 17, (2, t))
     memory, src_mask = model.encode(src)
     cache = KVCache()
-    steps = [model.decode(tgt[:, i: i + 1], memory, src_mask, cache) for i in range(t)]
-    torch.testing.assert_close(torch.cat(steps, 1), model.decode(tgt, memory, src_mask), atol=1e-10, rtol=1e-10)
+    steps = [model.decode(tgt[:, i : i + 1], memory, src_mask, cache) for i in range(t)]
+    torch.testing.assert_close(
+        torch.cat(steps, 1), model.decode(tgt, memory, src_mask), atol=1e-10, rtol=1e-10
+    )
 
 
 @SMALL
@@ -96,8 +100,9 @@ def test_cached_generation_equals_uncached(seed):
     model = GPT(20, block_size=8, n_layers=1, n_heads=2, d_model=16, dropout=0.0).eval()
     ids = torch.randint(0, 20, (2, 3))
     # 12 new tokens > block_size: also covers the sliding window.
-    assert torch.equal(generate(model, ids, 12, temperature=0), generate(model, ids, 12, temperature=0,
-                                                                         use_cache=False))
+    assert torch.equal(
+        generate(model, ids, 12, temperature=0), generate(model, ids, 12, temperature=0, use_cache=False)
+    )
 
 
 def test_beam_search_finds_at_least_the_greedy_score():

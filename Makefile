@@ -1,0 +1,64 @@
+# Transformers from scratch. On a fresh machine `make lab` and `make test` are all you need: both first run the
+# setup step (install the course package and every dependency into the current Python), then do their job.
+
+# The interpreter everything runs with: `python` when it exists (virtual and conda environments), else `python3`.
+PYTHON ?= $(shell command -v python >/dev/null 2>&1 && echo python || echo python3)
+# Extra pytest arguments for local runs, e.g. `make test PYTEST_ARGS="-x -k attention"`.
+PYTEST_ARGS ?=
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+
+# Setup runs once per Python environment and again whenever pyproject.toml changes; after that `make test` works
+# offline. The stamp name depends on the environment's prefix, so switching environments sets up the new one.
+ENV_ID := $(shell $(PYTHON) -c "import hashlib, sys; print(hashlib.sha1(sys.prefix.encode()).hexdigest()[:12])")
+SETUP_STAMP := .make/setup-$(ENV_ID).stamp
+
+# Notebook folders that exist (pytest fails on a path that is missing, e.g. before the first lesson is built).
+NOTEBOOK_DIRS := $(wildcard notebooks/en notebooks/zh)
+
+.DEFAULT_GOAL := help
+.PHONY: help setup lab test notebooks check-notebooks lint clean
+
+help:
+	@echo "make lab              set everything up, then open the notebooks in JupyterLab"
+	@echo "make test             set everything up, then run the tests and every notebook (EN and ZH)"
+	@echo "make notebooks        rebuild notebooks/en and notebooks/zh from notebooks/source"
+	@echo "make check-notebooks  list notebooks that are out of date with their source"
+	@echo "make lint             ruff check"
+	@echo "make setup            (re)install the course package and its dependencies"
+
+# No PyTorch yet and no NVIDIA GPU: take the CPU build (~200 MB) instead of the default multi-GB CUDA one.
+# An installed torch>=2.2, CPU or CUDA, is kept: `pip install -e` never re-downloads a dependency it already has.
+$(SETUP_STAMP): pyproject.toml
+	@$(PYTHON) -c "import sys; sys.exit(sys.version_info < (3, 10))" || { echo "The course needs Python >= 3.10 \
+		but $(PYTHON) is $$($(PYTHON) -V 2>&1): pass one, e.g. make test PYTHON=python3.11"; exit 1; }
+	@if ! $(PYTHON) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" \
+		&& [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null 2>&1; then \
+		echo "No NVIDIA GPU found: installing the CPU-only build of PyTorch"; \
+		$(PYTHON) -m pip install torch --index-url $(TORCH_CPU_INDEX); \
+	fi
+	$(PYTHON) -m pip install -e ".[dev,lessons]"
+	@mkdir -p .make && touch $@
+
+setup:
+	@rm -f $(SETUP_STAMP)
+	@$(MAKE) --no-print-directory $(SETUP_STAMP)
+
+lab: $(SETUP_STAMP)
+	$(PYTHON) -m jupyterlab notebooks/
+
+# Missing CJK glyphs in matplotlib figures are errors, not warnings: a Chinese plot full of boxes must fail.
+test: $(SETUP_STAMP)
+	PYTHONWARNINGS="error:Glyph:UserWarning" $(PYTHON) -m pytest -p no:cacheprovider tests $(NOTEBOOK_DIRS) \
+		--nbval-lax --nbval-current-env --durations=0 $(PYTEST_ARGS)
+
+notebooks: $(SETUP_STAMP)
+	$(PYTHON) tools/build_notebooks.py
+
+check-notebooks: $(SETUP_STAMP)
+	$(PYTHON) tools/build_notebooks.py --check
+
+lint: $(SETUP_STAMP)
+	$(PYTHON) -m ruff check .
+
+clean:
+	rm -rf .make build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,162 @@
+"""Train a character-level GPT on tiny-shakespeare, on one device or several (lesson 11, lesson 14).
+
+    python -m course_utils.gpt_train --steps 2000                       # one GPU / CPU / MPS
+    python -m course_utils.gpt_train --preset baby --amp bf16 --compile # nanoGPT's "baby GPT": 6L/6H/384, ctx 256
+    torchrun --nproc_per_node 2 -m course_utils.gpt_train --steps 200   # DistributedDataParallel (gloo on CPU)
+
+Under torchrun every process builds the same model (DDP broadcasts rank 0's weights), draws its own batches
+(``lm_data.lm_batches`` seeded by rank), and gradients are averaged by all-reduce in ``backward``; only rank 0
+prints, evaluates and writes the checkpoint. The last line printed is a JSON summary (val loss, tokens/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from .checkpoint import load_checkpoint
+from .models import GPT
+from .schedules import cosine_schedule
+from .tokenizers import CharTokenizer
+from .train import History, fit, pick_device
+
+PRESETS = {
+    "tiny": dict(n_layers=2, n_heads=2, d_model=64, block_size=64, batch_size=16),
+    "small": dict(n_layers=4, n_heads=4, d_model=128, block_size=128, batch_size=32),
+    "baby": dict(n_layers=6, n_heads=6, d_model=384, block_size=256, batch_size=64),
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Train a character-level GPT (DDP-ready).")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    for name in ("n_layers", "n_heads", "d_model", "block_size", "batch_size"):
+        p.add_argument("--" + name.replace("_", "-"), type=int, default=None, help="overrides the preset")
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--amp", default="auto", choices=["auto", "bf16", "fp16", "off"])
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--eval-batches", type=int, default=20)
+    p.add_argument("--text-file", default=None, help="train on this text instead of tiny-shakespeare")
+    p.add_argument("--out", default=None, help="checkpoint path (resumes when it exists)")
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--device", default=None)
+    args = p.parse_args(argv)
+    for key, value in PRESETS[args.preset].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return args
+
+
+def load_text(path: str | None) -> str:
+    if path:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    from .data import load_tiny_shakespeare
+
+    return str(load_tiny_shakespeare())
+
+
+def main(argv=None) -> dict:
+    from .lm_data import lm_batches, split_ids
+
+    args = parse_args(argv)
+    world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    distributed = world > 1
+    if distributed:
+        cuda = torch.cuda.is_available()
+        dist.init_process_group("nccl" if cuda else "gloo")
+        device = torch.device(f"cuda:{local_rank}") if cuda else torch.device("cpu")
+        if cuda:
+            torch.cuda.set_device(device)
+    else:
+        device = pick_device(args.device)
+    lead = rank == 0
+
+    text = load_text(args.text_file)
+    tok = CharTokenizer.from_text(text)
+    ids = torch.tensor(tok.encode(text), dtype=torch.long)
+    train_ids, val_ids = split_ids(ids, 0.1)
+    torch.manual_seed(args.seed)  # the same initial weights in every process
+    model = GPT(
+        tok.vocab_size, args.block_size, args.n_layers, args.n_heads, args.d_model, dropout=args.dropout
+    ).to(device)
+    history, optimizer = (
+        None,
+        torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=0.1),
+    )
+    if distributed and not lead and args.out and os.path.exists(args.out):
+        # Rank 0 resumes inside fit(); the others load the same state here so that every process agrees.
+        ckpt = load_checkpoint(args.out, model, optimizer, map_location=device)
+        history = History.from_dict(ckpt["history"])
+    net = model
+    if distributed:
+        net = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[local_rank] if device.type == "cuda" else None
+        )
+    if args.compile:
+        net = torch.compile(net)
+
+    get_batch = lm_batches(train_ids, args.block_size, args.batch_size, args.seed, rank)
+    get_val = lm_batches(val_ids, args.block_size, args.batch_size, args.seed + 1)
+
+    def loss_fn(m, batch):
+        x, y = batch
+        return F.cross_entropy(m(x).flatten(0, 1).float(), y.flatten())
+
+    def eval_fn(m):
+        losses = [
+            float(loss_fn(m, (x.to(device), y.to(device)))) for x, y in map(get_val, range(args.eval_batches))
+        ]
+        return {"val_loss": sum(losses) / len(losses)}
+
+    start = time.perf_counter()
+    history = fit(
+        net,
+        get_batch,
+        loss_fn,
+        steps=args.steps,
+        optimizer=optimizer,
+        amp=args.amp,
+        schedule=cosine_schedule(args.steps, min(args.warmup, args.steps // 10), 0.1),
+        clip_grad=1.0,
+        eval_fn=eval_fn if lead else None,
+        checkpoint_path=args.out if lead else None,
+        device=device,
+        seed=args.seed + rank,
+        progress=lead,
+        history=history,
+    )
+    seconds = time.perf_counter() - start
+    trained = len(history.step)
+    summary = {
+        "world_size": world,
+        "device": str(device),
+        "steps": trained,
+        "seconds": round(seconds, 2),
+        "tokens_per_s": round(trained * args.batch_size * args.block_size * world / max(seconds, 1e-9)),
+        "train_loss": history.loss[-1] if history.loss else None,
+        "val_loss": history.metrics.get("val_loss", [None])[-1] if lead else None,
+        "param_checksum": float(sum(p.detach().double().sum() for p in model.parameters())),
+    }
+    if distributed:
+        checks = [None] * world
+        dist.all_gather_object(checks, summary["param_checksum"])
+        summary["ranks_in_sync"] = max(checks) - min(checks) <= 1e-9 * max(1.0, abs(max(checks)))
+        dist.destroy_process_group()
+    if lead:
+        print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

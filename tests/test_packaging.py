@@ -1,0 +1,240 @@
+"""Packaging and CI files agree: pyproject.toml, environment.yml, Makefile, .ci/run, READMEs."""
+
+from __future__ import annotations
+
+import email.parser
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the dev extra installs tomli
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+ENVIRONMENT = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+PROJECT = PYPROJECT["project"]
+EXTRAS = PROJECT["optional-dependencies"]
+LESSON_NUMBERS = [f"{n:02d}" for n in range(15)]
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", Requirement(requirement).name).lower()  # PEP 503 normalized
+
+
+def _conda_entries() -> tuple[list[str], list[str]]:
+    """The conda package specs and the pip lines of environment.yml."""
+    conda, pip = [], []
+    for entry in ENVIRONMENT["dependencies"]:
+        if isinstance(entry, dict):
+            pip += entry["pip"]
+        else:
+            conda.append(entry)
+    return conda, pip
+
+
+def _editable_extras(pip_lines: list[str]) -> set[str] | None:
+    """The extras of the `-e .[...]` line that installs this project, or None when there is no such line."""
+    for line in pip_lines:
+        match = re.fullmatch(r"-e\s+\.(?:\[([\w,\s-]*)\])?", line.strip())
+        if match:
+            return {extra.strip() for extra in (match.group(1) or "").split(",") if extra.strip()}
+    return None
+
+
+def test_environment_installs_the_project_with_every_dependency():
+    conda, pip = _conda_entries()
+    extras = _editable_extras(pip)
+    assert extras is not None, (
+        "environment.yml must install the project with `-e .[dev,lessons]` in its pip list"
+    )
+    assert extras <= set(EXTRAS), (
+        f"environment.yml asks for extras that pyproject.toml lacks: {extras - set(EXTRAS)}"
+    )
+    conda_names = {re.split(r"[=<>!\s]", spec, maxsplit=1)[0].lower() for spec in conda}
+    assert "pip" in conda_names
+    covered = set(conda_names) | {_name(r) for r in PROJECT["dependencies"]}
+    covered |= {_name(r) for extra in extras for r in EXTRAS[extra]}
+    needed = {_name(r) for r in PROJECT["dependencies"] + EXTRAS["dev"] + EXTRAS["lessons"]}
+    assert needed <= covered, f"not installed by environment.yml: {sorted(needed - covered)}"
+
+
+def test_python_versions_agree():
+    conda, _ = _conda_entries()
+    pythons = [spec for spec in conda if re.match(r"python\s*[=<>]", spec)]
+    assert len(pythons) == 1, "environment.yml must pin exactly one python version"
+    env_version = re.sub(r"^python\s*=+\s*", "", pythons[0])
+    requires = SpecifierSet(PROJECT["requires-python"])
+    assert env_version in requires, (
+        f"environment.yml python {env_version} violates requires-python {requires}"
+    )
+    minimum = re.fullmatch(r">=\s*3\.(\d+)", PROJECT["requires-python"]).group(1)
+    assert PYPROJECT["tool"]["ruff"]["target-version"] == f"py3{minimum}", (
+        "ruff must target the oldest Python"
+    )
+    assert sys.version_info >= (3, int(minimum))
+
+
+def test_environment_uses_conda_forge_only():
+    channels = ENVIRONMENT["channels"]
+    assert channels[0] == "conda-forge" and set(channels) <= {"conda-forge", "nodefaults"}
+
+
+def test_core_dependencies_and_installed_torch():
+    names = {_name(r) for r in PROJECT["dependencies"]}
+    for required in ("torch", "numpy", "matplotlib", "ipywidgets", "jupyterlab", "jupyterlab-rise", "tqdm"):
+        assert required in names
+    # A lower bound, never a pin: an installed CPU or CUDA torch must satisfy it so `pip install -e` keeps it.
+    torch_requirement = next(Requirement(r) for r in PROJECT["dependencies"] if _name(r) == "torch")
+    assert torch_requirement.specifier.contains(metadata.version("torch"), prereleases=True)
+    assert {"nbval", "pytest", "hypothesis", "ruff", "pytest-timeout"} <= {_name(r) for r in EXTRAS["dev"]}
+
+
+def test_every_course_utils_folder_with_code_is_a_package():
+    # pyproject.toml uses explicit packages (namespaces = false): a folder without __init__.py would be
+    # silently missing from the installed package.
+    missing = [
+        str(folder.relative_to(ROOT))
+        for folder in [ROOT / "course_utils", *(ROOT / "course_utils").rglob("*")]
+        if folder.is_dir()
+        and folder.name != "__pycache__"
+        and any(folder.glob("*.py"))
+        and not (folder / "__init__.py").exists()
+    ]
+    assert not missing, f"add an __init__.py to {missing} so that it is installed"
+
+
+@pytest.mark.slow
+def test_wheel_contains_every_module_and_data_file(tmp_path):
+    # Build from a copy so that build/ and *.egg-info never land in the working tree.
+    source = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "course_utils", source / "course_utils", ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    command = [
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+        "-w", str(tmp_path / "wheel"), str(source),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    expected = {p.relative_to(source).as_posix() for p in (source / "course_utils").rglob("*") if p.is_file()}
+    assert not expected - shipped, f"missing from the wheel: {sorted(expected - shipped)}"
+    meta_name = next(n for n in shipped if n.endswith(".dist-info/METADATA"))
+    wheel_meta = email.parser.Parser().parsestr(zipfile.ZipFile(wheel).read(meta_name).decode("utf-8"))
+    core = {_name(r) for r in wheel_meta.get_all("Requires-Dist") if "extra ==" not in r}
+    assert core == {_name(r) for r in PROJECT["dependencies"]}
+
+
+def _make_dry_run(*args: str) -> list[str]:
+    """The commands `make` would run, one per line (continuation lines joined)."""
+    result = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.replace("\\\n", " ").splitlines()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_targets_set_up_then_run():
+    # -W pyproject.toml: pretend it just changed, so that the setup step shows up in the dry run.
+    for target, last in [("test", "-m pytest"), ("lab", "-m jupyterlab notebooks/")]:
+        lines = _make_dry_run("-W", "pyproject.toml", target)
+        setup = next(i for i, line in enumerate(lines) if 'pip install -e ".[dev,lessons]"' in line)
+        assert setup < len(lines) - 1 and last in lines[-1], (
+            f"make {target} must set up first, then run {last}"
+        )
+    command = _make_dry_run("test")[-1]
+    assert command.startswith('PYTHONWARNINGS="error:Glyph:UserWarning" ')
+    for part in ("-m pytest", "-p no:cacheprovider", " tests ", "--nbval-lax", "--nbval-current-env"):
+        assert part in command
+    for folder in ("notebooks/en", "notebooks/zh"):
+        assert (ROOT / folder).is_dir() == (f" {folder} " in command)
+    assert "tools/build_notebooks.py" in _make_dry_run("notebooks")[-1]
+    assert "ruff check" in _make_dry_run("lint")[-1]
+
+
+@pytest.mark.slow
+def test_nbval_flags_do_not_break_plain_tests(tmp_path):
+    """With the Makefile's nbval flags, one run collects plain tests and notebook cells side by side."""
+    import build_notebooks
+
+    demo = build_notebooks.build_lesson(ROOT / "tests" / "fixtures" / "99_format_demo.md")
+    notebook = tmp_path / "99_format_demo.ipynb"
+    notebook.write_text(demo["en"], encoding="utf-8")
+    command = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--noconftest", "--collect-only", "-q",
+        "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+        "--nbval-lax", "--nbval-current-env", "tests/test_packaging.py", str(notebook),
+    ]  # fmt: skip
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tests/test_packaging.py::test_nbval_flags_do_not_break_plain_tests" in result.stdout
+    assert len(re.findall(r"::Cell \d+$", result.stdout, flags=re.M)) == 3  # the demo's three code cells
+
+
+def test_ci_script_installs_torch_then_runs_make_test():
+    script_path = ROOT / ".ci" / "run"
+    assert script_path.stat().st_mode & 0o111, ".ci/run must be executable (chmod +x .ci/run)"
+    script = script_path.read_text(encoding="utf-8")
+    assert "set -euo pipefail" in script
+    lines = [
+        line.strip() for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
+    torch_line = next(i for i, line in enumerate(lines) if "pip install torch==2.13.0" in line)
+    font_line = next(i for i, line in enumerate(lines) if "apt-get install" in line)
+    assert torch_line < font_line
+    assert lines[-1] == "make test", "CI must run exactly the README's test command, last"
+    assert "COURSE_DATA_DIR" in script and "../shared/data" in script
+    if shutil.which("bash"):
+        subprocess.run(["bash", "-n", str(script_path)], check=True, timeout=30)
+
+
+@pytest.mark.parametrize("readme, other", [("README.md", "README_zh.md"), ("README_zh.md", "README.md")])
+def test_readmes_link_each_other_and_list_every_lesson(readme, other):
+    text = (ROOT / readme).read_text(encoding="utf-8")
+    assert f"]({other})" in "\n".join(text.splitlines()[:5]), f"{readme} must link to {other} at the top"
+    for command in (
+        "make lab",
+        "make test",
+        "make notebooks",
+        "COURSE_DATA_DIR",
+        "download.pytorch.org/whl/cpu",
+    ):
+        assert command in text
+    rows = re.findall(r"^\|\s*(\d{2})\s*\|", text, flags=re.M)
+    assert rows == LESSON_NUMBERS, f"{readme} must list lessons 00-14 in a table, found {rows}"
+    sources = sorted((ROOT / "notebooks" / "source").glob("[0-9][0-9]_*.md"))
+    assert {p.name[:2] for p in sources} <= set(rows)
+
+
+def test_chinese_readme_is_chinese():
+    text = (ROOT / "README_zh.md").read_text(encoding="utf-8")
+    han = len(re.findall("[\u4e00-\u9fff]", text))
+    assert han > 500, f"README_zh.md has only {han} Chinese characters"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ruff") is None, reason="ruff is not installed (pip install ruff)"
+)
+def test_ruff_is_clean():
+    """CI only runs `make test`, so the lint rules of pyproject.toml are enforced here."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,316 @@
+"""Build the English and Chinese notebooks of every lesson from one bilingual source.
+
+    python tools/build_notebooks.py           # notebooks/source/NN_name.md -> notebooks/{en,zh}/NN_name.ipynb
+    python tools/build_notebooks.py --check   # exit 1 and list notebooks that are stale, missing or orphaned
+
+The source format is documented in notebooks/source/README.md. The output is deterministic (fixed cell ids,
+no outputs, sorted JSON keys) so that rebuilding an unchanged source gives byte-identical files and
+``--check`` can compare bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import nbformat
+except ImportError:  # the builder runs before `make setup` on a fresh checkout: say how to get it
+    sys.exit("tools/build_notebooks.py needs nbformat: run `make setup` (or pip install nbformat)")
+
+if __package__:  # `python -m tools.build_notebooks`
+    from .nbcheck import check_pair
+else:  # `python tools/build_notebooks.py`, or imported with tools/ on sys.path (pytest's pythonpath)
+    from nbcheck import check_pair
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_DIR = ROOT / "notebooks" / "source"
+OUT_DIR = ROOT / "notebooks"
+
+LANGUAGES = ("en", "zh")
+SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
+LESSON_NAME = re.compile(r"^\d{2}_[a-z0-9]+(_[a-z0-9]+)*$")
+
+_MARKER = re.compile(r"^%%(\s.*)?$")  # "%% code ..."; IPython cell magics ("%%time") have no space
+_SECTION = re.compile(r"^:: (en|zh)\s*$")
+_LANG_COMMENT = re.compile(r"^(?P<indent>[ \t]*)# (?P<lang>en|zh):(?: (?P<text>.*))?$")
+_LOOSE_LANG_COMMENT = re.compile(r"#\s*(en|zh)\s*:")  # to reject near misses such as "#en:" or inline ones
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# No Python version here: it would change with every machine that rebuilds the notebooks.
+LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-python"}
+
+
+class SourceFormatError(ValueError):
+    """A lesson source does not follow the format of notebooks/source/README.md."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a lesson: its text per language plus the metadata both languages share."""
+
+    kind: str  # "markdown" or "code"
+    slide_type: str
+    tags: tuple[str, ...]
+    text: dict[str, str]  # language -> cell source
+    line: int  # line of the "%%" marker in the source, for error messages
+
+
+def _trim_blank_lines(lines: list[str]) -> str:
+    """Join ``lines`` without the blank lines at either end (they only separate cells in the source)."""
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[start:end])
+
+
+def _parse_marker(line: str, where: str) -> tuple[str, str, tuple[str, ...]]:
+    words = line[2:].split()
+    if not words or words[0] not in ("markdown", "code"):
+        raise SourceFormatError(f"{where}: {line!r} is not a cell marker; write `%% markdown` or `%% code`")
+    kind, rest = words[0], words[1:]
+    slide_type = rest.pop(0) if rest else "-"
+    if slide_type not in SLIDE_TYPES:
+        raise SourceFormatError(
+            f"{where}: {slide_type!r} is not a slide type; use one of {', '.join(SLIDE_TYPES)} "
+            f"(to give only tags, write `%% {kind} - {slide_type}`)"
+        )
+    bad_tags = [tag for tag in rest if "," in tag]
+    if bad_tags:
+        raise SourceFormatError(f"{where}: tags are separated by spaces, not commas: {' '.join(bad_tags)!r}")
+    return kind, slide_type, tuple(dict.fromkeys(rest))  # dict.fromkeys: drop repeated tags, keep order
+
+
+def _parse_markdown(lines: list[str], where: str) -> dict[str, str]:
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in lines:
+        match = _SECTION.match(line)
+        if match:
+            current = match.group(1)
+            if current in sections:
+                raise SourceFormatError(f"{where}: `:: {current}` appears twice; keep one per language")
+            sections[current] = []
+        elif current is None:
+            if line.strip():
+                raise SourceFormatError(f"{where}: {line!r} comes before `:: en` / `:: zh`; move it into one")
+        else:
+            sections[current].append(line)
+    text = {}
+    for language in LANGUAGES:
+        text[language] = _trim_blank_lines(sections.get(language, []))
+        if not text[language]:
+            state = "is empty" if language in sections else "is missing"
+            raise SourceFormatError(f"{where}: the `:: {language}` section {state}; write both languages")
+    return text
+
+
+def _parse_code(lines: list[str], where: str) -> dict[str, str]:
+    out: dict[str, list[str]] = {language: [] for language in LANGUAGES}
+    run: list[re.Match] = []  # consecutive "# en:" / "# zh:" lines, checked as one block
+
+    def flush() -> None:
+        if not run:
+            return
+        languages = {m.group("lang") for m in run}
+        indents = {m.group("indent") for m in run}
+        if languages != set(LANGUAGES):
+            missing = (set(LANGUAGES) - languages).pop()
+            raise SourceFormatError(
+                f"{where}: comment {run[0].group(0).strip()!r} has no `# {missing}:` partner; put the "
+                f"translation on the line next to it"
+            )
+        if len(indents) > 1:
+            raise SourceFormatError(
+                f"{where}: the `# en:` / `# zh:` lines near {run[0].group(0).strip()!r} are indented "
+                f"differently; indent both languages the same"
+            )
+        for m in run:
+            text = m.group("text")
+            out[m.group("lang")].append(f"{m.group('indent')}# {text}" if text else f"{m.group('indent')}#")
+        run.clear()
+
+    for line in lines:
+        match = _LANG_COMMENT.match(line)
+        if match:
+            run.append(match)
+            continue
+        flush()
+        if _LOOSE_LANG_COMMENT.search(line):
+            raise SourceFormatError(
+                f"{where}: {line.strip()!r}: language comments must be whole lines written exactly "
+                f"`# en: text` / `# zh: text`"
+            )
+        if _SECTION.match(line):
+            raise SourceFormatError(
+                f"{where}: `{line.strip()}` is for markdown cells; in code write `# en: ...` / `# zh: ...`"
+            )
+        for language in LANGUAGES:
+            out[language].append(line)
+    flush()
+    text = {language: _trim_blank_lines(out[language]) for language in LANGUAGES}
+    if not text["en"]:
+        raise SourceFormatError(f"{where}: the code cell is empty; remove its `%% code` line or add code")
+    return text
+
+
+def parse_source(source: str, lesson: str) -> list[Cell]:
+    """Parse the text of ``notebooks/source/<lesson>.md`` into cells (raises SourceFormatError)."""
+    lines = source.splitlines()
+    starts = [i for i, line in enumerate(lines) if _MARKER.match(line.rstrip())]
+    preamble = [line for line in lines[: starts[0] if starts else len(lines)] if line.strip()]
+    if preamble:
+        raise SourceFormatError(
+            f"{lesson}: text before the first `%% markdown` / `%% code` line: {preamble[0]!r}; "
+            f"start every cell with a marker line"
+        )
+    if not starts:
+        raise SourceFormatError(f"{lesson}: no cells; start each cell with `%% markdown` or `%% code`")
+    cells = []
+    for index, (start, end) in enumerate(zip(starts, starts[1:] + [len(lines)])):
+        where = f"{lesson}, cell {index} (line {start + 1})"
+        kind, slide_type, tags = _parse_marker(lines[start].rstrip(), where)
+        body = lines[start + 1 : end]
+        text = _parse_markdown(body, where) if kind == "markdown" else _parse_code(body, where)
+        cells.append(Cell(kind, slide_type, tags, text, start + 1))
+    return cells
+
+
+def cell_id(lesson: str, index: int) -> str:
+    """Stable id of cell ``index`` of ``lesson``: rebuilding gives the same id, EN and ZH share it."""
+    return hashlib.sha256(f"{lesson}/{index}".encode()).hexdigest()[:16]
+
+
+def build_notebook(cells: list[Cell], lesson: str, language: str) -> dict:
+    """The notebook of ``lesson`` in ``language`` as a validated nbformat 4.5 dict."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language={language!r} is not supported: use one of {LANGUAGES}")
+    nb_cells = []
+    for index, cell in enumerate(cells):
+        metadata: dict = {"slideshow": {"slide_type": cell.slide_type}}
+        if cell.tags:
+            metadata["tags"] = list(cell.tags)
+        nb_cell = {"cell_type": cell.kind, "id": cell_id(lesson, index), "metadata": metadata}
+        nb_cell["source"] = cell.text[language]
+        if cell.kind == "code":
+            nb_cell.update(execution_count=None, outputs=[])
+        nb_cells.append(nb_cell)
+    nb = {
+        "cells": nb_cells,
+        "metadata": {"kernelspec": KERNELSPEC, "language": language, "language_info": LANGUAGE_INFO},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    nbformat.validate(nbformat.from_dict(nb))
+    return nb
+
+
+def render(nb: dict) -> str:
+    """Serialize like Jupyter does (sorted keys, indent 1, sources as line lists), plus a final newline."""
+    nb = json.loads(json.dumps(nb))  # deep copy: do not modify the caller's notebook
+    for cell in nb["cells"]:
+        cell["source"] = cell["source"].splitlines(keepends=True)
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def lesson_sources(source_dir: Path) -> list[Path]:
+    """The lesson sources in ``source_dir``, sorted; other markdown files must be README.md."""
+    sources = []
+    for path in sorted(source_dir.glob("*.md")):
+        if path.name == "README.md":
+            continue
+        if not LESSON_NAME.match(path.stem):
+            raise SourceFormatError(
+                f"{path}: lesson sources are named NN_name.md (two digits, lowercase words joined by _); "
+                f"rename it, e.g. 03_attention.md"
+            )
+        sources.append(path)
+    return sources
+
+
+def build_lesson(source: Path) -> dict[str, str]:
+    """Rendered notebooks of one source, ``{"en": text, "zh": text}``; raises when the pair fails a check."""
+    lesson = source.stem
+    cells = parse_source(source.read_text(encoding="utf-8"), lesson)
+    notebooks = {language: build_notebook(cells, lesson, language) for language in LANGUAGES}
+    problems = check_pair(notebooks["en"], notebooks["zh"])
+    if problems:
+        raise SourceFormatError(f"{source.name}: " + "; ".join(problems))
+    return {language: render(nb) for language, nb in notebooks.items()}
+
+
+def build_all(source_dir: Path = SOURCE_DIR) -> dict[Path, str]:
+    """Every notebook to write, as ``{Path("en/NN_name.ipynb"): text, ...}`` relative to the output folder."""
+    built = {}
+    for source in lesson_sources(source_dir):
+        for language, text in build_lesson(source).items():
+            built[Path(language) / f"{source.stem}.ipynb"] = text
+    return built
+
+
+def find_problems(built: dict[Path, str], out_dir: Path) -> list[str]:
+    """Notebooks under ``out_dir`` that differ from ``built``, are missing, or have no source."""
+    problems = []
+    for relative, text in built.items():
+        path = out_dir / relative
+        if not path.exists():
+            problems.append(f"missing: {path}")
+        elif path.read_bytes() != text.encode("utf-8"):
+            problems.append(f"stale: {path}")
+    for language in LANGUAGES:
+        for path in sorted((out_dir / language).glob("*.ipynb")):
+            if path.relative_to(out_dir) not in built:
+                problems.append(f"orphan (no notebooks/source/{path.stem}.md): {path}")
+    return problems
+
+
+def write_all(built: dict[Path, str], out_dir: Path) -> int:
+    """Write the notebooks that changed (unchanged files keep their timestamps); returns how many."""
+    written = 0
+    for relative, text in built.items():
+        path = out_dir / relative
+        data = text.encode("utf-8")
+        if path.exists() and path.read_bytes() == data:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)  # bytes: no platform newline translation, so Windows builds are identical
+        written += 1
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if any notebook is stale")
+    parser.add_argument("--source-dir", type=Path, default=SOURCE_DIR, help="folder of NN_name.md sources")
+    parser.add_argument("--out-dir", type=Path, default=OUT_DIR, help="folder that receives en/ and zh/")
+    args = parser.parse_args(argv)
+    try:
+        built = build_all(args.source_dir)
+    except SourceFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        problems = find_problems(built, args.out_dir)
+        for problem in problems:
+            print(problem)
+        if problems:
+            print("run `make notebooks` (tools/build_notebooks.py) and commit the result", file=sys.stderr)
+            return 1
+        print(f"{len(built)} notebooks are up to date")
+        return 0
+    written = write_all(built, args.out_dir)
+    print(f"wrote {written} of {len(built)} notebooks to {args.out_dir}")
+    for problem in find_problems(built, args.out_dir):  # only orphans can remain after writing
+        print(f"warning: {problem}: delete it or add its source", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
