@@ -30,6 +30,7 @@ from .validation import (
     check_mask,
     check_probability,
     check_rank,
+    check_same_device,
 )
 
 
@@ -43,6 +44,8 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_rank(t, name, (2, 3, 4), "(…, T, d_k), e.g. (B, h, T, d_k)")
         check_float(t, name)
+    for name, t in (("k", k), ("v", v)):
+        check_same_device(t, name, q.device, "q")
     if not (q.dim() == k.dim() == v.dim()):
         raise ValueError(
             f"q, k, v must have the same rank, got shapes {tuple(q.shape)}, {tuple(k.shape)}, "
@@ -87,6 +90,7 @@ def scaled_dot_product_attention(
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     if mask is not None:
         check_mask(mask, (*q.shape[:-2], t_q, t_k))
+        check_same_device(mask, "mask", q.device, "the attention inputs")
         if mask.dtype != torch.bool:
             mask = mask.to(q.dtype)
     if is_causal:
@@ -241,6 +245,7 @@ class MultiHeadAttention(nn.Module):
         check_rank(query, "query", (3,), "(B, T, d_model)")
         check_float(query, "query")
         check_last_dim(query, "query", self.d_model)
+        check_same_device(query, "query", self.out_proj.weight.device, "MultiHeadAttention")
         if key is None and value is not None:
             raise ValueError(
                 "value was given without key: pass key=value=memory for cross-attention, "

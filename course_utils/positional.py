@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-from .validation import check_positive, check_rank, check_token_ids
+from .validation import check_positive, check_rank, check_same_device, check_token_ids
 
 
 def sinusoidal_encoding(
@@ -97,5 +97,6 @@ class TokenEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         check_rank(ids, "ids", (1, 2), "(B, T) token ids")
+        check_same_device(ids, "ids", self.embedding.weight.device, "the embedding")
         check_token_ids(ids, self.vocab_size)
         return self.embedding(ids) * self.scale  # (B, T, C)

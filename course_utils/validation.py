@@ -121,3 +121,13 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
             f"{tuple(scores_shape)}: a padding mask is (B, 1, 1, T_k), a causal mask (T_q, T_k)"
         ) from None
     return mask
+
+
+def check_same_device(x: torch.Tensor, name: str, expected: torch.device, owner: str = "the module") -> torch.Tensor:
+    """Raise ``ValueError`` when ``x`` lives on another device than ``expected`` (e.g. cuda model, cpu input)."""
+    if x.device != expected:
+        raise ValueError(
+            f"{name} is on {x.device} but {owner} is on {expected}: move it with {name}.to({str(expected)!r}) "
+            "(or move the model with model.to(device)); every tensor of one computation must be on one device"
+        )
+    return x

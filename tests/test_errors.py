@@ -96,3 +96,17 @@ def test_impossible_hyper_parameters():
         MultiHeadAttention(8, 0)
     with pytest.raises(ValueError, match="activation"):
         Transformer(10, 10, 8, 2, 1, 1, 16, activation="tanh")
+
+
+def test_inputs_on_another_device_than_the_module():
+    """A CPU model fed a tensor from another device (here 'meta', standing in for CUDA) says how to move it."""
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"query is on meta but MultiHeadAttention is on cpu.*\.to\("):
+        mha(torch.randn(2, 5, 8, device="meta"))
+    with pytest.raises(ValueError, match="ids is on meta but the embedding is on cpu"):
+        TokenEmbedding(10, 4)(torch.zeros(1, 3, dtype=torch.long, device="meta"))
+    q = torch.randn(1, 3, 4)
+    with pytest.raises(ValueError, match="k is on meta but q is on cpu"):
+        scaled_dot_product_attention(q, torch.randn(1, 3, 4, device="meta"), q)
+    with pytest.raises(ValueError, match="mask is on meta"):
+        scaled_dot_product_attention(q, q, q, torch.ones(3, 3, dtype=torch.bool, device="meta"))
