@@ -11,59 +11,20 @@ Ratios < 1 mean course_utils is faster. Timings are medians of several repeats a
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import json
+from pathlib import Path
 
 import torch
 from torch import nn
 
-from course_utils import EncoderLayer, MultiHeadAttention
-from course_utils.interop import load_encoder_layer_from_torch, load_mha_from_torch
+from course_utils import EncoderLayer
+from course_utils.interop import load_encoder_layer_from_torch
+from course_utils.speed import attention_timings, forward_backward, median_time
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def median_time(fn, device: str, repeats: int, inner: int) -> float:
-    for _ in range(2):  # warm-up: allocator, kernels, autotuning
-        fn()
-    _sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        _sync(device)
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
-
-
-def fwd_bwd(module_call, x):
-    def step():
-        x.grad = None
-        module_call(x).float().sum().backward()
-
-    return step
-
-
-def bench_row(b, t, d, h, device, dtype, repeats, inner, include_written=True):
-    torch.manual_seed(0)
-    ref = nn.MultiheadAttention(d, h, batch_first=True, device=device, dtype=dtype)
-    ours = load_mha_from_torch(MultiHeadAttention(d, h).to(device, dtype), ref)
-    x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
-    times = {
-        "nn.MultiheadAttention": median_time(
-            fwd_bwd(lambda y: ref(y, y, y, need_weights=False)[0], x), device, repeats, inner
-        ),
-        "course_utils (SDPA)": median_time(fwd_bwd(lambda y: ours(y), x), device, repeats, inner),
-    }
-    if include_written:
-        times["written-out softmax"] = median_time(
-            fwd_bwd(lambda y: ours(y, need_weights=True), x), device, repeats, inner
-        )
-    return times
+def bench_row(b, t, d, h, device, dtype, repeats, inner):
+    r = attention_timings(b, t, d, h, device, dtype, repeats, inner)
+    return {"nn.MultiheadAttention": r["torch"], "course_utils (SDPA)": r["sdpa"], "written-out softmax": r["written"]}
 
 
 def bench_encoder_layer(b, t, d, h, device, dtype, repeats, inner):
@@ -72,8 +33,8 @@ def bench_encoder_layer(b, t, d, h, device, dtype, repeats, inner):
     ours = load_encoder_layer_from_torch(EncoderLayer(d, h, 4 * d, dropout=0.0).to(device, dtype), ref)
     x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
     return {
-        "nn.TransformerEncoderLayer": median_time(fwd_bwd(ref, x), device, repeats, inner),
-        "course_utils EncoderLayer": median_time(fwd_bwd(ours, x), device, repeats, inner),
+        "nn.TransformerEncoderLayer": median_time(forward_backward(ref, x), device, repeats, inner),
+        "course_utils EncoderLayer": median_time(forward_backward(ours, x), device, repeats, inner),
     }
 
 
@@ -87,6 +48,7 @@ def main(argv=None) -> None:
         "--tokens", type=int, default=None, help="B·T per row (default 4096 on CPU, 65536 on CUDA)"
     )
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--json", default=None, help="also write the rows to this JSON file (lesson 14 reads it)")
     args = p.parse_args(argv)
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -104,10 +66,14 @@ def main(argv=None) -> None:
         "speed-up = written-out / course_utils"
     )
     print(f"{'B':>4} {'T':>5} | {'nn.MHA':>9} {'ours':>9} {'written':>9} | {'ratio':>6} {'speed-up':>8}")
+    device_name = torch.cuda.get_device_name() if cuda else "CPU"
+    result = {"device": device_name, "dtype": str(dtype), "torch": torch.__version__, "d_model": args.d_model,
+              "heads": args.heads, "mha": [], "encoder_layer": []}
     for t in lengths:
         b = max(1, tokens // t)
         r = bench_row(b, t, args.d_model, args.heads, args.device, dtype, args.repeats, inner)
         ref, ours, wr = r["nn.MultiheadAttention"], r["course_utils (SDPA)"], r["written-out softmax"]
+        result["mha"].append({"B": b, "T": t, "torch_ms": ref * 1e3, "ours_ms": ours * 1e3, "written_ms": wr * 1e3})
         print(
             f"{b:>4} {t:>5} | {ref * 1e3:9.2f} {ours * 1e3:9.2f} {wr * 1e3:9.2f} | {ours / ref:6.3f} "
             f"{wr / ours:7.2f}x"
@@ -118,6 +84,11 @@ def main(argv=None) -> None:
         r = bench_encoder_layer(b, t, args.d_model, args.heads, args.device, dtype, args.repeats, inner)
         ref, ours = r["nn.TransformerEncoderLayer"], r["course_utils EncoderLayer"]
         print(f"{b:>4} {t:>5} | nn {ref * 1e3:9.2f}  ours {ours * 1e3:9.2f} | ratio {ours / ref:6.3f}")
+        result["encoder_layer"].append({"B": b, "T": t, "torch_ms": ref * 1e3, "ours_ms": ours * 1e3})
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=1))
+        print(f"\nwrote {args.json}")
 
 
 if __name__ == "__main__":

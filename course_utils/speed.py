@@ -1,0 +1,58 @@
+"""Measuring speed honestly (lesson 14, ``benchmarks/``): warm-up, device synchronisation, medians.
+
+GPU kernels run asynchronously: without ``torch.cuda.synchronize()`` a timer measures only the launch. The first
+calls pay for allocation, kernel selection and compilation, so they are run and thrown away first.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .interop import load_mha_from_torch
+
+
+def synchronize(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def median_time(fn: Callable[[], object], device="cpu", repeats: int = 5, inner: int = 2, warmup: int = 2) -> float:
+    """Median over ``repeats`` of the mean time of ``inner`` calls of ``fn``, in seconds."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        synchronize(device)
+        samples.append((time.perf_counter() - start) / inner)
+    return statistics.median(samples)
+
+
+def forward_backward(call: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Callable[[], None]:
+    """A closure running ``call(x)`` forward and backward once (what one training step of the layer costs)."""
+    def step() -> None:
+        x.grad = None
+        call(x).float().sum().backward()
+    return step
+
+
+def attention_timings(batch: int, seq_len: int, d_model: int, n_heads: int, device="cpu", dtype=torch.float32,
+                      repeats: int = 5, inner: int = 2) -> dict[str, float]:
+    """Forward+backward seconds of ``nn.MultiheadAttention``, ours (SDPA path) and ours written out (weights kept)."""
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True, device=device, dtype=dtype)
+    ours = load_mha_from_torch(MultiHeadAttention(d_model, n_heads).to(device, dtype), ref)
+    x = torch.randn(batch, seq_len, d_model, device=device, dtype=dtype, requires_grad=True)
+    run = lambda call: median_time(forward_backward(call, x), device, repeats, inner)  # noqa: E731
+    return {"torch": run(lambda y: ref(y, y, y, need_weights=False)[0]),
+            "sdpa": run(lambda y: ours(y)),
+            "written": run(lambda y: ours(y, need_weights=True))}
