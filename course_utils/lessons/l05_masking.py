@@ -1,0 +1,327 @@
+"""Lesson 05 — masking: the mask-grid widget and the exercise checks.
+
+The widget is a T × T grid of toggle buttons, one per (query, key) cell: pressed = the query *may
+attend* to that key (the course convention, ``course_utils.masks``). Every change recomputes the attention
+weights of fixed random queries and keys through ``course_utils.attention.scaled_dot_product_attention``,
+so a row whose keys are all switched off shows the library's documented answer: zero weights, not NaN.
+
+Tests drive it like a student: ``w.controls["cell_2_3"].value = False`` or ``w.controls["preset"].value =
+"causal"``, then read ``w.state["mask"]`` / ``w.state["weights"]``.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import torch
+
+from .. import i18n, masks
+from ..attention import scaled_dot_product_attention
+from ..widgets import LessonWidget, dropdown
+
+PRESETS = ("none", "causal", "padding", "causal_padding", "custom")
+_PRESET_LABELS = {
+    "none": {"en": "no mask (all keys)", "zh": "不加掩码（全部可见）"},
+    "causal": {"en": "causal", "zh": "因果掩码"},
+    "padding": {"en": "padding (last {n} keys are <pad>)", "zh": "填充掩码（最后 {n} 个键是 <pad>）"},
+    "causal_padding": {"en": "causal + padding", "zh": "因果 + 填充"},
+    "custom": {"en": "custom (your clicks)", "zh": "自定义（按你的点击）"},
+}
+
+
+def preset_mask(name: str, t: int = 6, n_pad: int = 2) -> torch.Tensor:
+    """The ``(T, T)`` keep-mask of a preset: ``none``, ``causal``, ``padding`` (last ``n_pad`` keys hidden) or
+    ``causal_padding``."""
+    if not 0 <= n_pad < t:
+        raise ValueError(f"n_pad={n_pad} must be in [0, T) = [0, {t}): at least one real token is needed")
+    full = torch.ones(t, t, dtype=torch.bool)
+    pad = full.clone()
+    if n_pad:
+        pad[:, t - n_pad:] = False              # every query row: the last n_pad keys are padding
+    table = {"none": full, "causal": masks.causal_mask(t), "padding": pad,
+             "causal_padding": masks.causal_mask(t) & pad}
+    if name not in table:
+        raise ValueError(f"unknown preset {name!r}: choose one of {sorted(table)}")
+    return table[name]
+
+
+def demo_qkv(t: int = 6, d_k: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Fixed random queries, keys and values ``(1, 1, T, d_k)`` (own generator: global RNG untouched)."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, 1, t, d_k, generator=g) for _ in range(3))
+    return q * 1.5, k, v    # a little sharper than unit scale, so that masking visibly moves the weights
+
+
+def masked_weights(keep: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Attention weights ``(T, T)`` of the demo under the ``(T, T)`` keep-mask (rows with no key: zeros)."""
+    _, weights = scaled_dot_product_attention(q, k, v, keep)
+    return weights[0, 0]
+
+
+def _cell(i: int, j: int) -> str:
+    return f"cell_{i}_{j}"
+
+
+class MaskGridWidget(LessonWidget):
+    """A :class:`LessonWidget` laid out as a grid; choosing a preset sets every cell and renders once."""
+
+    def __init__(self, controls, render, t: int, n_pad: int, title=None):
+        self.t, self.n_pad = t, n_pad
+        super().__init__(controls, render, title=title)
+        lang = i18n.current_language()
+        head = [widgets.Label(f"{i18n.tr('query', lang)} ↓ / {i18n.tr('key', lang)} →")]
+        head += [widgets.Label(str(j), layout=widgets.Layout(justify_content="center")) for j in range(t)]
+        cells = []
+        for i in range(t):
+            cells.append(widgets.Label(str(i)))
+            cells += [self.controls[_cell(i, j)] for j in range(t)]
+        grid = widgets.GridBox(head + cells, layout=widgets.Layout(
+            grid_template_columns=f"auto repeat({t}, 44px)", grid_gap="2px"))
+        self.ui = widgets.VBox([w for w in self.ui.children[:1] if isinstance(w, widgets.HTML)]
+                               + [self.controls["preset"], grid, self.status, self.output])
+        self._paint()
+
+    def mask(self) -> torch.Tensor:
+        """The ``(T, T)`` keep-mask the buttons show now."""
+        t = self.t
+        return torch.tensor([[self.controls[_cell(i, j)].value for j in range(t)] for i in range(t)])
+
+    def apply_preset(self, name: str) -> dict:
+        """Set every cell from a preset and render once."""
+        keep = preset_mask(name, self.t, self.n_pad)
+        values = {_cell(i, j): bool(keep[i, j]) for i in range(self.t) for j in range(self.t)}
+        return self.set(**values)
+
+    def _paint(self) -> None:
+        for i in range(self.t):
+            for j in range(self.t):
+                button = self.controls[_cell(i, j)]
+                button.description = "1" if button.value else "0"
+                button.button_style = "success" if button.value else ""
+
+    def _on_change(self, change) -> None:
+        if self._holding:
+            return
+        preset = self.controls["preset"]
+        if change["owner"] is preset:
+            if change["new"] != "custom":
+                with self.output:
+                    self.apply_preset(change["new"])
+                self._paint()
+            return
+        # A click on a cell: the grid no longer follows a preset (unless it happens to match one).
+        keep = self.mask()
+        matching = [p for p in PRESETS[:-1] if torch.equal(preset_mask(p, self.t, self.n_pad), keep)]
+        self._holding = True
+        try:
+            preset.value = matching[0] if matching else "custom"
+        finally:
+            self._holding = False
+        super()._on_change(change)
+        self._paint()
+
+
+def build_mask_widget(t: int = 6, n_pad: int = 2, preset: str = "causal", seed: int = 0) -> MaskGridWidget:
+    """The lesson's widget: a T × T grid of mask cells and the attention-weight heatmap they produce.
+
+    ``state``: ``mask`` (T, T) bool, ``weights`` (T, T), ``row_sums`` (T,), ``empty_rows`` (queries that
+    see no key) and ``masked_mass`` (total weight on hidden keys: always 0).
+    """
+    if not 2 <= t <= 10:
+        raise ValueError(f"t={t}: choose a grid between 2 and 10 cells wide (a T × T grid of buttons)")
+    lang = i18n.current_language()
+    q, k, v = demo_qkv(t, seed=seed)
+    start = preset_mask(preset, t, n_pad)
+    controls = {"preset": dropdown("preset", [(_preset_label(p, n_pad, lang), p) for p in PRESETS], preset,
+                                   label={"en": "Preset", "zh": "预设"}, lang=lang)}
+    for i in range(t):
+        for j in range(t):
+            controls[_cell(i, j)] = widgets.ToggleButton(
+                value=bool(start[i, j]), layout=widgets.Layout(width="44px"),
+                tooltip=f"{i18n.tr('query', lang)} {i}, {i18n.tr('key', lang)} {j}")
+
+    def render(preset, **cells):
+        import matplotlib.pyplot as plt
+
+        keep = torch.tensor([[cells[_cell(i, j)] for j in range(t)] for i in range(t)])
+        weights = masked_weights(keep, q, k, v)
+        fig, (ax_m, ax_w) = plt.subplots(1, 2, figsize=(8.5, 3.8), layout="constrained")
+        ax_m.imshow(keep.float().numpy(), cmap="Greys", vmin=0, vmax=1.6, interpolation="nearest")
+        ax_m.set_title(i18n.pick({"en": "Mask (1 = may attend)", "zh": "掩码（1 = 可以关注）"}, lang))
+        im = ax_w.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax_w.set_title(i18n.tr("attention_weights", lang))
+        for i in range(t):
+            for j in range(t):
+                ax_m.text(j, i, "1" if keep[i, j] else "0", ha="center", va="center", fontsize=8)
+                w = float(weights[i, j])
+                ax_w.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7,
+                          color="black" if w > 0.6 else "white")
+        for ax in (ax_m, ax_w):
+            ax.set_xticks(range(t))
+            ax.set_yticks(range(t))
+            ax.set_xlabel(i18n.tr("key", lang))
+            ax.set_ylabel(i18n.tr("query", lang))
+        fig.colorbar(im, ax=ax_w, shrink=0.8)
+        empty = [i for i in range(t) if not keep[i].any()]
+        return fig, {"mask": keep, "weights": weights, "row_sums": weights.sum(-1), "empty_rows": empty,
+                     "masked_mass": float(weights[~keep].sum())}
+
+    title = {"en": "Click cells to hide keys; the weights follow",
+             "zh": "点击格子隐藏键，注意力权重随之变化"}
+    return MaskGridWidget(controls, render, t=t, n_pad=n_pad, title=title)
+
+
+def _preset_label(name: str, n_pad: int, lang: str) -> str:
+    return i18n.pick(_PRESET_LABELS[name], lang).format(n=n_pad)
+
+
+# ------------------------------------------------------------------------------------------- exercises
+
+_NOT_ATTEMPTED = {"en": "Not attempted yet: replace `raise NotImplementedError` with your code, then "
+                        "run this cell again.",
+                  "zh": "还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。"}
+
+
+def _say(en: str, zh: str) -> None:
+    print(i18n.pick({"en": en, "zh": zh}))
+
+
+def _run(fn, *args):
+    """Call the student's function: ``(True, result)``, or ``(False, None)`` after saying what failed."""
+    try:
+        return True, fn(*args)
+    except NotImplementedError:
+        print(i18n.pick(_NOT_ATTEMPTED))
+    except Exception as err:  # a student's bug: explain, never crash the notebook
+        _say(f"✗ Your function raised {type(err).__name__}: {err}",
+             f"✗ 你的函数抛出了 {type(err).__name__}：{err}")
+    return False, None
+
+
+def _is_bool_tensor(x, what: str) -> bool:
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.bool:
+        got = type(x).__name__ if not isinstance(x, torch.Tensor) else x.dtype
+        _say(f"✗ {what} should be a bool tensor (True = may attend), got {got}.",
+             f"✗ {what} 应该是布尔张量（True = 可以关注），实际得到 {got}。")
+        return False
+    return True
+
+
+def _check_ids() -> torch.Tensor:
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(1, 50, (3, 7), generator=g)
+    ids[0, 5:] = 0
+    ids[1, 2:] = 0         # lengths 5, 2, 7 (pad_id 0)
+    return ids
+
+
+def check_decoder_mask(fn) -> bool:
+    """Exercise 1: ``fn(ids, pad_id)`` -> ``(B, 1, T, T)`` bool, padding AND causal."""
+    ids = _check_ids()
+    ok, got = _run(fn, ids, 0)
+    if not ok or not _is_bool_tensor(got, "mask"):
+        return False
+    b, t = ids.shape
+    want = masks.combine_masks(masks.padding_mask(ids, 0), masks.causal_mask(t))
+    if tuple(got.shape) != (b, 1, t, t):
+        _say(f"✗ Expected shape (B, 1, T, T) = {(b, 1, t, t)}, got {tuple(got.shape)}: keep a size-1 head "
+             "dimension so that it broadcasts over the heads.",
+             f"✗ 形状应为 (B, 1, T, T) = {(b, 1, t, t)}，实际是 {tuple(got.shape)}："
+             "保留大小为 1 的注意力头维度，这样才能对所有注意力头广播。")
+        return False
+    if torch.equal(got, ~want):
+        _say("✗ Your mask is inverted: in this course True means 'may attend' "
+             "(nn.MultiheadAttention uses the opposite).",
+             "✗ 掩码正好反了：本课程中 True 表示“可以关注”（nn.MultiheadAttention 的约定相反）。")
+        return False
+    if not torch.equal(got, want):
+        i, q, j = [int(x) for x in (got != want).nonzero()[0][[0, 2, 3]]]
+        _say(f"✗ Wrong cell: sequence {i}, query {q}, key {j} should be {bool(want[i, 0, q, j])}.",
+             f"✗ 有格子不对：第 {i} 个序列、查询 {q}、键 {j} 应为 {bool(want[i, 0, q, j])}。")
+        return False
+    _say("✓ Correct: padding keys and future keys are both hidden.", "✓ 正确：填充的键和未来的键都被遮住了。")
+    return True
+
+
+def reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension restricted to ``keep``; rows with no kept key are all zeros."""
+    has_key = keep.any(dim=-1, keepdim=True)
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return weights.masked_fill(~has_key, 0.0)
+
+
+def check_masked_softmax(fn) -> bool:
+    """Exercise 2: ``fn(scores, keep)`` is the masked softmax, with zero rows (no NaN) where all is hidden."""
+    g = torch.Generator().manual_seed(7)
+    scores = (torch.randn(2, 3, 4, 5, generator=g) * 3).requires_grad_(True)
+    keep = torch.rand(2, 3, 4, 5, generator=g) > 0.4
+    keep[0, 0, 1] = False                      # a fully masked row
+    keep[1, 2, 3] = False                      # and another
+    keep[1, 0, 0] = True                       # a row that keeps everything
+    ok, got = _run(fn, scores, keep)
+    if not ok:
+        return False
+    if not isinstance(got, torch.Tensor) or got.shape != scores.shape:
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+        _say(f"✗ Expected a tensor of shape {tuple(scores.shape)}, got {shape}.",
+             f"✗ 应返回形状为 {tuple(scores.shape)} 的张量，实际得到 {shape}。")
+        return False
+    if torch.isnan(got).any():
+        _say("✗ There are NaNs: a row whose keys are all masked is softmax over only −inf = 0/0. "
+             "Give such rows zero weights.",
+             "✗ 出现了 NaN：所有键都被遮住的行相当于只对 −inf 做 softmax，即 0/0。"
+             "请让这样的行权重全为 0。")
+        return False
+    want = reference_masked_softmax(scores.detach(), keep)
+    if not torch.allclose(got.detach(), want, atol=1e-6):
+        if got.detach()[~keep].abs().max() > 1e-6:
+            _say("✗ Masked keys still get some weight: fill them with −inf before the softmax.",
+                 "✗ 被遮住的键仍然分到了权重：在 softmax 之前用 −inf 填充它们。")
+        else:
+            _say("✗ The values differ from the masked softmax (each kept row should sum to 1).",
+                 "✗ 数值与带掩码的 softmax 不一致（每个未被完全遮住的行之和应为 1）。")
+        return False
+    if got.requires_grad:
+        (got * torch.linspace(-1, 1, got.shape[-1])).sum().backward()
+        if scores.grad is not None and not torch.isfinite(scores.grad).all():
+            _say("✗ The values are right but the gradient has NaNs: mask the result with torch.where / "
+                 "masked_fill rather than dividing by zero.",
+                 "✗ 数值正确，但梯度里有 NaN：请用 torch.where / masked_fill 处理结果，而不要除以零。")
+            return False
+    _say("✓ Correct: masked keys get 0, empty rows are all zeros, no NaN.",
+         "✓ 正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN。")
+    return True
+
+
+def reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
+    """``(T, T)``: query i sees keys j with ``i - window < j <= i`` (itself and the ``window - 1`` before)."""
+    i = torch.arange(t)[:, None]
+    j = torch.arange(t)[None, :]
+    return (j <= i) & (j > i - window)
+
+
+def check_sliding_window_mask(fn) -> bool:
+    """Exercise 3: ``fn(T, window)`` -> ``(T, T)`` causal mask limited to the last ``window`` positions."""
+    for t, window in ((6, 3), (5, 1), (4, 10), (7, 2)):
+        ok, got = _run(fn, t, window)
+        if not ok or not _is_bool_tensor(got, "mask"):
+            return False
+        want = reference_sliding_window_mask(t, window)
+        if tuple(got.shape) != (t, t):
+            _say(f"✗ For T={t} the mask should be ({t}, {t}), got {tuple(got.shape)}.",
+                 f"✗ T={t} 时掩码形状应为 ({t}, {t})，实际是 {tuple(got.shape)}。")
+            return False
+        if not torch.equal(got, want):
+            counts = got.sum(-1).tolist()
+            _say(f"✗ T={t}, window={window}: each query should see min(i + 1, window) keys "
+                 f"{want.sum(-1).tolist()}, yours sees {counts}.",
+                 f"✗ T={t}、window={window}：第 i 个查询应看到 min(i + 1, window) 个键 "
+                 f"{want.sum(-1).tolist()}，你的掩码是 {counts}。")
+            return False
+    _say("✓ Correct: every query sees itself and the window − 1 tokens before it.",
+         "✓ 正确：每个查询只看到自己和它之前的 window − 1 个词元。")
+    return True
+
+
+__all__ = ["PRESETS", "preset_mask", "demo_qkv", "masked_weights", "MaskGridWidget", "build_mask_widget",
+           "check_decoder_mask", "reference_masked_softmax", "check_masked_softmax",
+           "reference_sliding_window_mask", "check_sliding_window_mask"]
