@@ -49,11 +49,22 @@ def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
+def _compiling() -> bool:
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and getattr(compiler, "is_compiling", lambda: False)())
+
+
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids") -> torch.Tensor:
-    """Raise unless ``ids`` is an integer tensor with every value in ``[0, vocab_size)``."""
+    """Raise unless ``ids`` is an integer tensor with every value in ``[0, vocab_size)``.
+
+    The range check reads the tensor's values (a device sync on a GPU). Under ``torch.compile`` it is skipped:
+    a data-dependent branch would break the graph, and the eager run before compiling has already checked.
+    """
     check_tensor(ids, name)
     if ids.dtype in (torch.bool,) or torch.is_floating_point(ids) or torch.is_complex(ids):
         raise TypeError(f"{name} must be an integer tensor (torch.long), got {ids.dtype}: use ids.long()")
+    if _compiling():
+        return ids
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         bad = int(ids.max()) if int(ids.max()) >= vocab_size else int(ids.min())
         raise ValueError(

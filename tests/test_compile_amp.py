@@ -15,6 +15,18 @@ def test_mha_compiles_without_graph_breaks():
     torch.testing.assert_close(compiled(x, is_causal=True), mha(x, is_causal=True))
 
 
+def test_whole_models_compile_without_graph_breaks():
+    """GPT and the seq2seq Transformer, including the embedding's vocabulary check, in one graph each."""
+    torch._dynamo.reset()
+    gpt = GPT(50, block_size=16, n_layers=2, n_heads=2, d_model=32, dropout=0.0).eval()
+    ids = torch.randint(0, 50, (2, 16))
+    torch.testing.assert_close(torch.compile(gpt, backend="aot_eager", fullgraph=True)(ids), gpt(ids))
+    seq2seq = Transformer(30, 30, 32, 4, 1, 1, 64, dropout=0.0).eval()
+    src, tgt = torch.randint(1, 30, (2, 7)), torch.randint(1, 30, (2, 5))
+    compiled = torch.compile(seq2seq, backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(src, tgt), seq2seq(src, tgt))
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="inductor GPU compile needs CUDA")
 def test_gpt_compiles_with_inductor_on_cuda():
     model = GPT(50, block_size=32, n_layers=2, n_heads=2, d_model=32).cuda()

@@ -1,0 +1,208 @@
+"""Lesson 02 (positional encoding): precision measurement, relative shifts, explorer widget, exercise checks.
+
+    PE(pos, 2i) = sin(pos·ω_i),  PE(pos, 2i+1) = cos(pos·ω_i),  ω_i = 1 / 10000^(2i/d_model)
+
+* :func:`inv_freq_pow` / :func:`inv_freq_exp` — ω as a power or as exp(−2i·ln(10000)/d), in any dtype;
+  :func:`precision_comparison` measures both against float64 (the lesson reports what it measures).
+* :func:`shift_matrix` — M_k, block-diagonal 2×2 rotations by k·ω_i: PE(pos + k) = M_k PE(pos) for every pos.
+* :func:`build_pe_explorer` — d_model, position and dimension sliders over the heatmap, one column, one row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from .. import i18n
+from ..positional import sinusoidal_encoding
+from .l00_welcome import run_check
+
+BASE = 10000.0
+
+
+def inv_freq_pow(d_model: int, dtype=torch.float32, base: float = BASE) -> torch.Tensor:
+    """ω_i = 1 / base^(2i/d) written as a power; every step in ``dtype`` (the base too: torch casts it)."""
+    two_i = torch.arange(0, d_model, 2, dtype=dtype)
+    return 1.0 / (base ** (two_i / d_model))
+
+
+def inv_freq_exp(d_model: int, dtype=torch.float32, base: float = BASE) -> torch.Tensor:
+    """ω_i = exp(−2i·ln(base)/d), the log-space form of the Annotated Transformer; all in ``dtype``."""
+    two_i = torch.arange(0, d_model, 2, dtype=dtype)
+    return torch.exp(two_i * (-math.log(base) / d_model))
+
+
+def table_from(inv_freq: torch.Tensor, max_len: int) -> torch.Tensor:
+    """The (max_len, d) table from given frequencies, computed entirely in their dtype (d = 2·len)."""
+    angles = torch.arange(max_len, dtype=inv_freq.dtype)[:, None] * inv_freq     # (L, d/2)
+    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(1)  # interleave: sin, cos, ...
+
+
+def precision_comparison(d_model: int = 512, max_len: int = 2048, base: float = BASE,
+                         dtypes=(torch.float16, torch.bfloat16, torch.float32)) -> list[dict]:
+    """For each dtype and form: the worst relative error of ω, how many ω are 0 or not finite, and the worst
+    absolute error of a PE table built entirely in that dtype, all against float64. One extra row per dtype,
+    ``form="float64→cast"``, is the float64 table rounded to the dtype at the end (what course_utils does)."""
+    if d_model % 2:
+        raise ValueError(f"d_model={d_model} must be even here (one sin and one cos per frequency)")
+    ref_freq = inv_freq_pow(d_model, torch.float64, base)
+    ref_table = sinusoidal_encoding(max_len, d_model, base, dtype=torch.float64)
+    rows = []
+    for dtype in dtypes:
+        for form, fn in (("pow", inv_freq_pow), ("exp", inv_freq_exp)):
+            freq = fn(d_model, dtype, base)
+            bad = int((~torch.isfinite(freq) | (freq == 0)).sum())
+            table_err = (table_from(freq, max_len).double() - ref_table).abs().max()
+            rows.append({"dtype": str(dtype).replace("torch.", ""), "form": form, "bad_freqs": bad,
+                         "freq_rel_err": float(((freq.double() - ref_freq).abs() / ref_freq).max()),
+                         "table_abs_err": float(table_err)})
+        cast = ref_table.to(dtype).double()
+        rows.append({"dtype": str(dtype).replace("torch.", ""), "form": "float64→cast", "bad_freqs": 0,
+                     "freq_rel_err": float("nan"), "table_abs_err": float((cast - ref_table).abs().max())})
+    return rows
+
+
+def shift_matrix(k: int, d_model: int, base: float = BASE, dtype=torch.float64) -> torch.Tensor:
+    """M_k (d × d): for the (sin, cos) pair of frequency ω the rotation [[cos kω, sin kω], [−sin kω, cos kω]].
+
+    sin((p+k)ω) = sin(pω)cos(kω) + cos(pω)sin(kω) and cos((p+k)ω) = cos(pω)cos(kω) − sin(pω)sin(kω), so
+    PE(p + k) = M_k PE(p) whatever p is. d_model must be even (each frequency owns two columns).
+    """
+    if d_model % 2:
+        raise ValueError(f"d_model={d_model} is odd: M_k needs (sin, cos) pairs, use an even d_model")
+    angle = k * inv_freq_exp(d_model, torch.float64, base)
+    c, s = torch.cos(angle), torch.sin(angle)
+    blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)    # (d/2, 2, 2)
+    return torch.block_diag(*blocks).to(dtype)
+
+
+def dot_by_distance(d_model: int, max_len: int = 256) -> np.ndarray:
+    """PE(p)·PE(p+k) for k = 0..max_len−1, averaged over p (it does not depend on p: see the lesson)."""
+    pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)
+    gram = pe @ pe.T                                                                  # (L, L)
+    return np.array([torch.diagonal(gram, k).mean().item() for k in range(max_len)])
+
+
+# --- the explorer widget ------------------------------------------------------------------------------------
+
+N_POSITIONS = 100
+D_CHOICES = (8, 16, 32, 64, 128, 256)
+_TEXT = {
+    "column": {"en": "Dimension {j}: PE(pos, {j}) over positions",
+               "zh": "第 {j} 维：PE(pos, {j}) 随位置的变化"},
+    "row": {"en": "Position {p}: the vector PE({p})", "zh": "位置 {p}：向量 PE({p})"},
+    "wavelength": {"en": "wavelength {w:.1f} positions", "zh": "波长 {w:.1f} 个位置"},
+}
+
+
+def render_pe_explorer(d_model: int, position: int, dimension: int, lang: str | None = None):
+    """Heatmap of PE (first :data:`N_POSITIONS` positions), the chosen row and column marked and plotted."""
+    from .. import viz
+
+    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    if not 0 <= dimension < d_model:
+        raise ValueError(i18n.pick(
+            {"en": f"dimension must be below d_model={d_model}: choose 0 to {d_model - 1}",
+             "zh": f"维度必须小于 d_model={d_model}：请选择 0 到 {d_model - 1}"}, code))
+    if not 0 <= position < N_POSITIONS:
+        raise ValueError(f"position must be in [0, {N_POSITIONS}), got {position}")
+    pe = sinusoidal_encoding(N_POSITIONS, d_model)                                  # (T, C)
+    fig = viz._new_figure((11, 3.8))
+    ax_map, ax_col, ax_row = fig.subplots(1, 3, width_ratios=(1.3, 1, 1))
+    viz.plot_positional_encoding(pe, ax=ax_map, lang=code)
+    ax_map.axhline(position, color="black", lw=1)
+    ax_map.axvline(dimension, color="black", lw=1, ls="--")
+    column, row = pe[:, dimension].numpy(), pe[position].numpy()
+    wavelength = 2 * math.pi * BASE ** ((dimension - dimension % 2) / d_model)      # 2π / ω_i
+    ax_col.plot(range(N_POSITIONS), column, color="tab:blue")
+    ax_col.plot([position], [column[position]], "o", color="black")
+    ax_col.set_xlabel(i18n.tr("position", code))
+    ax_col.set_ylabel(i18n.tr("element_value", code))
+    ax_col.set_title(i18n.pick(_TEXT["column"], code).format(j=dimension) + "\n"
+                     + i18n.pick(_TEXT["wavelength"], code).format(w=wavelength), fontsize=9)
+    colors = ["tab:red" if j == dimension else "tab:gray" for j in range(d_model)]
+    ax_row.bar(range(d_model), row, color=colors)
+    ax_row.set_xlabel(i18n.tr("dimension", code))
+    ax_row.set_ylim(-1.1, 1.1)
+    ax_row.set_title(i18n.pick(_TEXT["row"], code).format(p=position), fontsize=9)
+    return fig, {"d_model": d_model, "position": position, "dimension": dimension, "column": column,
+                 "row": row, "wavelength": wavelength}
+
+
+def build_pe_explorer(lang: str | None = None):
+    """Sliders for d_model, position and dimension; the dimension slider follows d_model's range."""
+    from ..widgets import LessonWidget, dropdown, slider
+
+    d_control = dropdown("d_model", list(D_CHOICES), value=32, label="d_model", lang=lang)
+    dim_control = slider("dimension", 0, 31, 1, 4, label=i18n.tr("dimension", lang))
+    pos_control = slider("position", 0, N_POSITIONS - 1, 1, 10, label=i18n.tr("position", lang))
+
+    def follow_d_model(change):  # registered before the widget's own observer: the clamp happens first
+        dim_control.max = change["new"] - 1   # ipywidgets clamps .value into the new range
+
+    d_control.observe(follow_d_model, names="value")
+    controls = {"d_model": d_control, "position": pos_control, "dimension": dim_control}
+    def render(d_model, position, dimension):
+        return render_pe_explorer(d_model, position, dimension, lang)
+
+    title = {"en": "Positional encoding explorer", "zh": "位置编码浏览器"}
+    return LessonWidget(controls, render, title=title)
+
+
+# --- exercises ----------------------------------------------------------------------------------------------
+
+
+def _compare(got, expected) -> str | None:
+    try:
+        got_t = torch.as_tensor(got, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return i18n.pick({"en": f"return a tensor or a number, got {type(got).__name__}",
+                          "zh": f"应返回张量或数字，实际是 {type(got).__name__}"})
+    expected = torch.as_tensor(expected, dtype=torch.float64)
+    if got_t.shape != expected.shape:
+        return i18n.pick({"en": f"expected shape {tuple(expected.shape)}, got {tuple(got_t.shape)}",
+                          "zh": f"形状应为 {tuple(expected.shape)}，实际为 {tuple(got_t.shape)}"})
+    if not torch.allclose(got_t, expected, rtol=1e-4, atol=1e-4):
+        err = (got_t - expected).abs().max().item()
+        return i18n.pick({"en": f"values differ (max difference {err:.3g})",
+                          "zh": f"数值不一致（最大差 {err:.3g}）"})
+    return None
+
+
+def wavelengths_reference(d_model: int) -> torch.Tensor:
+    """Reference solution of exercise 1: λ_i = 2π / ω_i = 2π·10000^(2i/d), one per (sin, cos) pair."""
+    return 2 * math.pi / inv_freq_exp(d_model, torch.float64)
+
+
+def check_wavelengths(fn: Callable, lang: str | None = None) -> bool:
+    """Exercise 1: ``wavelengths(d_model)`` has d_model/2 entries, from 2π up to almost 2π·10000."""
+    return run_check(fn, [((d,), wavelengths_reference(d)) for d in (4, 16, 128)], _compare, lang)
+
+
+def shift_back_reference(pe_row: torch.Tensor, k: int) -> torch.Tensor:
+    """Reference solution of exercise 2: PE(pos − k) = M_k⁻¹ PE(pos) = M_kᵀ PE(pos) (a rotation's inverse)."""
+    return shift_matrix(k, pe_row.shape[-1]).T @ pe_row.double()
+
+
+def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
+    """Exercise 2: ``shift_back(pe_row, k)`` returns PE(pos − k) computed from PE(pos) alone."""
+    pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
+    cases = [((pe[pos].clone(), k), pe[pos - k]) for pos, k in ((10, 3), (40, 25), (63, 63), (7, 0))]
+    return run_check(fn, cases, _compare, lang)
+
+
+def pe_dot_reference(k: int, d_model: int) -> float:
+    """Reference solution of exercise 3: PE(p)·PE(p+k) = Σ_i cos(k·ω_i), whatever p is."""
+    return float(torch.cos(k * inv_freq_exp(d_model, torch.float64)).sum())
+
+
+def check_pe_dot(fn: Callable, lang: str | None = None) -> bool:
+    """Exercise 3: ``pe_dot(k, d_model)`` in closed form equals the measured dot products."""
+    cases = []
+    for k, d in ((0, 16), (1, 16), (5, 64), (30, 64)):
+        pe = sinusoidal_encoding(k + 12, d, dtype=torch.float64)
+        cases.append(((k, d), float(pe[11] @ pe[11 + k])))
+    return run_check(fn, cases, _compare, lang)

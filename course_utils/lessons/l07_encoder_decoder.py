@@ -1,0 +1,534 @@
+"""Lesson 07 · encoder and decoder: parameter counts, shape walk-through, size widget, exercise checks.
+
+The notebook writes the decoder layer itself; this module holds what would distract from that:
+
+* :func:`parameter_breakdown` counts the parameters of ``course_utils.Transformer`` per component *by
+  formula*, :func:`measured_breakdown` counts the same components from a real model (the tests check that
+  the two agree, and the notebook asserts it for the paper's base model on the ``meta`` device);
+* :func:`shape_table` (by formula) and :func:`shape_walkthrough` (measured with hooks during a real forward)
+  list the shape of every stage from the source ids to the logits;
+* :func:`stale_residual_decoder_layer` is the seed document's buggy decoder layer, reimplemented so that the
+  lesson can *measure* how far it is from ``nn.TransformerDecoderLayer``;
+* :func:`build_size_widget` (n_layers / n_heads / d_model → bar chart + shape table) and the ``check_*``
+  functions of the exercises (they print a verdict and never raise, so the notebook always runs to the end).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .. import i18n, viz
+from ..attention import record_attention
+from ..masks import padding_mask
+from ..validation import check_divisible
+
+# ------------------------------------------------------------------------------------------------------------
+# Parameter counts: by formula and measured
+# ------------------------------------------------------------------------------------------------------------
+
+COMPONENTS = ("embeddings", "enc_self_attn", "enc_ffn", "enc_norm", "dec_self_attn", "dec_cross_attn",
+              "dec_ffn", "dec_norm", "output")
+
+COMPONENT_LABELS = {
+    "embeddings": {"en": "embeddings", "zh": "嵌入矩阵"},
+    "enc_self_attn": {"en": "encoder self-attention", "zh": "编码器自注意力"},
+    "enc_ffn": {"en": "encoder FFN", "zh": "编码器前馈网络"},
+    "enc_norm": {"en": "encoder LayerNorms", "zh": "编码器层归一化"},
+    "dec_self_attn": {"en": "decoder self-attention", "zh": "解码器自注意力"},
+    "dec_cross_attn": {"en": "cross-attention", "zh": "交叉注意力"},
+    "dec_ffn": {"en": "decoder FFN", "zh": "解码器前馈网络"},
+    "dec_norm": {"en": "decoder LayerNorms", "zh": "解码器层归一化"},
+    "output": {"en": "output layer", "zh": "输出层"},
+}
+
+
+def mha_params(d_model: int) -> int:
+    """W^Q, W^K, W^V, W^O (d_model × d_model each) and their four biases."""
+    return 4 * d_model * d_model + 4 * d_model
+
+
+def ffn_params(d_model: int, d_ff: int) -> int:
+    """W_1 (d_model × d_ff) + b_1 (d_ff) + W_2 (d_ff × d_model) + b_2 (d_model)."""
+    return 2 * d_model * d_ff + d_ff + d_model
+
+
+def norm_params(d_model: int) -> int:
+    """LayerNorm: a gain γ and a bias β per dimension."""
+    return 2 * d_model
+
+
+def encoder_layer_params(d_model: int, d_ff: int) -> int:
+    return mha_params(d_model) + ffn_params(d_model, d_ff) + 2 * norm_params(d_model)
+
+
+def decoder_layer_params(d_model: int, d_ff: int) -> int:
+    """Masked self-attention + cross-attention + FFN + three LayerNorms (reference of exercise 2)."""
+    return 2 * mha_params(d_model) + ffn_params(d_model, d_ff) + 3 * norm_params(d_model)
+
+
+def parameter_breakdown(d_model: int = 512, n_heads: int = 8, n_layers: int = 6, d_ff: int = 2048,
+                        src_vocab: int = 37000, tgt_vocab: int = 37000, *, share_embeddings: bool = False,
+                        tie_output: bool = False, final_norm: bool = False) -> dict[str, int]:
+    """Parameters of ``course_utils.Transformer`` per component, by formula.
+
+    ``n_layers`` encoder layers and ``n_layers`` decoder layers.
+
+    ``share_embeddings``: one matrix for the source and target embeddings (needs one shared vocabulary, as the
+    paper's English–German BPE); ``tie_output``: the output layer reuses the target embedding matrix
+    (``tie_weights=True``; its bias of size ``tgt_vocab`` stays). ``n_heads`` only has to divide ``d_model``:
+    the heads split the same matrices, so the count does not depend on it. Sinusoidal positions have no
+    parameters.
+    """
+    check_divisible(d_model, n_heads)
+    if share_embeddings and src_vocab != tgt_vocab:
+        raise ValueError(f"share_embeddings needs one vocabulary for both languages, got "
+                         f"src_vocab={src_vocab} and tgt_vocab={tgt_vocab}: use the same size or "
+                         "share_embeddings=False")
+    extra_norm = norm_params(d_model) if final_norm else 0
+    return {
+        "embeddings": tgt_vocab * d_model + (0 if share_embeddings else src_vocab * d_model),
+        "enc_self_attn": n_layers * mha_params(d_model),
+        "enc_ffn": n_layers * ffn_params(d_model, d_ff),
+        "enc_norm": n_layers * 2 * norm_params(d_model) + extra_norm,
+        "dec_self_attn": n_layers * mha_params(d_model),
+        "dec_cross_attn": n_layers * mha_params(d_model),
+        "dec_ffn": n_layers * ffn_params(d_model, d_ff),
+        "dec_norm": n_layers * 3 * norm_params(d_model) + extra_norm,
+        "output": (0 if tie_output else d_model * tgt_vocab) + tgt_vocab,
+    }
+
+
+def _component(name: str) -> str:
+    """The COMPONENTS entry a parameter name of ``course_utils.Transformer`` belongs to."""
+    if name.startswith(("src_embed.", "tgt_embed.")):
+        return "embeddings"
+    if name.startswith("generator."):
+        return "output"
+    side = "enc" if name.startswith("encoder.") else "dec" if name.startswith("decoder.") else None
+    if side is None:
+        raise ValueError(f"parameter {name!r} belongs to no known component of course_utils.Transformer")
+    for part, comp in ((".self_attn.", "self_attn"), (".cross_attn.", "cross_attn"), (".ffn.", "ffn")):
+        if part in name:
+            return f"{side}_{comp}"
+    return f"{side}_norm"  # res1/2/3.norm and the final norm
+
+
+def measured_breakdown(model: nn.Module) -> dict[str, int]:
+    """Count a real ``course_utils.Transformer`` per component, from ``named_parameters()``.
+
+    ``named_parameters()`` lists a shared tensor once, under the first name that registered it, so tied and
+    shared matrices are counted once (a tied output matrix counts as an embedding).
+    """
+    counts = dict.fromkeys(COMPONENTS, 0)
+    for name, p in model.named_parameters():
+        counts[_component(name)] += p.numel()
+    return counts
+
+
+def build_base_model(share_embeddings: bool = True, tie_output: bool = True, device: str = "meta",
+                     vocab: int = 37000):
+    """The paper's base model (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048) on the ``meta`` device.
+
+    A meta tensor has a shape and a dtype but no storage, so 63M parameters cost no memory and no time: enough
+    to count them and to check shapes, not to compute.
+    """
+    from ..models import Transformer
+
+    with torch.device(device):
+        model = Transformer(vocab, vocab, d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6,
+                            d_ff=2048, tie_weights=tie_output)
+        if share_embeddings:  # the paper: one matrix for both embeddings and the pre-softmax linear layer
+            model.src_embed.embedding.weight = model.tgt_embed.embedding.weight
+    return model
+
+
+def format_count(n: int) -> str:
+    """63119496 -> '63.12M', 12345 -> '12.3k', 640 -> '640'."""
+    if n >= 1_000_000:
+        return f"{n / 1e6:.2f}M"
+    if n >= 1_000:
+        return f"{n / 1e3:.1f}k"
+    return str(n)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Shapes: by formula and measured
+# ------------------------------------------------------------------------------------------------------------
+
+STAGES = ("src_ids", "src_vectors", "src_mask", "memory", "tgt_ids", "tgt_vectors", "self_weights",
+          "cross_weights", "dec_out", "logits")
+
+STAGE_LABELS = {
+    "src_ids": {"en": "source token ids", "zh": "源序列词元 ID"},
+    "src_vectors": {"en": "embeddings ×√d_model + PE", "zh": "嵌入 ×√d_model + 位置编码"},
+    "src_mask": {"en": "source padding mask", "zh": "源序列填充掩码"},
+    "memory": {"en": "encoder output (memory)", "zh": "编码器输出 memory"},
+    "tgt_ids": {"en": "target ids (shifted right)", "zh": "目标词元 ID（右移一位）"},
+    "tgt_vectors": {"en": "target embeddings + PE", "zh": "目标嵌入 + 位置编码"},
+    "self_weights": {"en": "masked self-attention weights", "zh": "掩码自注意力权重"},
+    "cross_weights": {"en": "cross-attention weights", "zh": "交叉注意力权重"},
+    "dec_out": {"en": "decoder output", "zh": "解码器输出"},
+    "logits": {"en": "logits", "zh": "logits"},
+}
+
+SYMBOLIC = {
+    "src_ids": "(B, S)", "src_vectors": "(B, S, C)", "src_mask": "(B, 1, 1, S)", "memory": "(B, S, C)",
+    "tgt_ids": "(B, T)", "tgt_vectors": "(B, T, C)", "self_weights": "(B, h, T, T)",
+    "cross_weights": "(B, h, T, S)", "dec_out": "(B, T, C)", "logits": "(B, T, V)",
+}
+
+
+def shape_table(batch: int, src_len: int, tgt_len: int, d_model: int, n_heads: int, tgt_vocab: int
+                ) -> dict[str, tuple[int, ...]]:
+    """The shape of every stage of a forward pass, by formula (see :data:`SYMBOLIC`)."""
+    check_divisible(d_model, n_heads)
+    b, s, t, c, h, v = batch, src_len, tgt_len, d_model, n_heads, tgt_vocab
+    return {"src_ids": (b, s), "src_vectors": (b, s, c), "src_mask": (b, 1, 1, s), "memory": (b, s, c),
+            "tgt_ids": (b, t), "tgt_vectors": (b, t, c), "self_weights": (b, h, t, t),
+            "cross_weights": (b, h, t, s), "dec_out": (b, t, c), "logits": (b, t, v)}
+
+
+@torch.no_grad()
+def shape_walkthrough(model: nn.Module, src: torch.Tensor,
+                      tgt_in: torch.Tensor) -> dict[str, tuple[int, ...]]:
+    """Run ``model`` (a course_utils ``Transformer``) once and record the shape of every stage with hooks."""
+    shapes: dict[str, tuple[int, ...]] = {"src_ids": tuple(src.shape), "tgt_ids": tuple(tgt_in.shape),
+                                          "src_mask": tuple(padding_mask(src, model.pad_id).shape)}
+
+    def keep(name):
+        def hook(_module, _inputs, output):
+            shapes[name] = tuple(output.shape)
+        return hook
+
+    hooks = [model.src_pos.register_forward_hook(keep("src_vectors")),
+             model.encoder.register_forward_hook(keep("memory")),
+             model.tgt_pos.register_forward_hook(keep("tgt_vectors")),
+             model.decoder.register_forward_hook(keep("dec_out")),
+             model.generator.register_forward_hook(keep("logits"))]
+    try:
+        with record_attention(model.decoder.layers[-1]):
+            model(src, tgt_in)
+        last = model.decoder.layers[-1]
+        shapes["self_weights"] = tuple(last.self_attn.last_weights.shape)
+        shapes["cross_weights"] = tuple(last.cross_attn.last_weights.shape)
+    finally:
+        for h in hooks:
+            h.remove()
+    return {name: shapes[name] for name in STAGES}
+
+
+def shape_rows(shapes: dict[str, tuple[int, ...]], lang: str | None = None) -> list[tuple[str, str, str]]:
+    """(stage, symbolic shape, numbers) rows for a table."""
+    return [(i18n.pick(STAGE_LABELS[name], lang), SYMBOLIC[name], str(tuple(shapes[name])))
+            for name in STAGES]
+
+
+def shape_markdown(shapes: dict[str, tuple[int, ...]], lang: str | None = None) -> str:
+    """A markdown table of :func:`shape_rows` (display it with ``IPython.display.Markdown``)."""
+    head = i18n.pick({"en": "| stage | shape | here |", "zh": "| 阶段 | 形状 | 本例 |"}, lang)
+    lines = [head, "|---|---|---|"]
+    lines += [f"| {stage} | `{sym}` | `{num}` |" for stage, sym, num in shape_rows(shapes, lang)]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The seed's decoder layer with a stale residual
+# ------------------------------------------------------------------------------------------------------------
+
+def stale_residual_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
+                                 memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The buggy decoder layer of the seed notes, with the weights of a course_utils ``DecoderLayer``.
+
+    The residual saved before the self-attention sublayer is added again after the *cross*-attention sublayer,
+    so the second sublayer adds the layer's input ``y`` instead of the updated stream ``a``:
+    ``b = LN2(y + CrossAttn(a, memory))`` instead of ``b = LN2(a + CrossAttn(a, memory))``.
+    The self-attention's contribution to the residual stream is lost (it only survives through the queries).
+    """
+    a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))                  # (B, T, C)
+    b = layer.res2.norm(y + layer.cross_attn(a, memory, mask=memory_mask))       # stale: y, should be a
+    return layer.res3.norm(b + layer.ffn(b))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Cross-attention heatmaps
+# ------------------------------------------------------------------------------------------------------------
+
+def demo_sentence_pair(lang: str | None = None) -> tuple[list[str], list[str]]:
+    """Source tokens (with two <pad>) and target-input tokens (starting with <bos>) for the heatmap labels."""
+    src = i18n.pick({"en": ["ich", "mag", "grüne", "katzen", "<pad>", "<pad>"],
+                     "zh": ["我", "喜欢", "绿色的", "猫", "<pad>", "<pad>"]}, lang)
+    tgt = ["<bos>", "i", "like", "green", "cats"]
+    return src, tgt
+
+
+def plot_cross_attention(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, src_tokens, tgt_tokens,
+                         lang: str | None = None):
+    """Cross-attention weights of every decoder layer (rows) and head (columns) for batch item 0."""
+    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    with torch.no_grad(), record_attention(model.decoder):
+        model(src, tgt_in)
+    cross = [layer.cross_attn for layer in model.decoder.layers]
+    names = {i18n.pick({"en": f"cross-attn, layer {i + 1}", "zh": f"第 {i + 1} 层交叉注意力"}, code):
+             m.last_weights for i, m in enumerate(cross)}
+    return viz.plot_attention_grid(names, tokens_q=tgt_tokens, tokens_k=src_tokens, lang=code)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Widget: n_layers / n_heads / d_model -> parameter breakdown and shapes
+# ------------------------------------------------------------------------------------------------------------
+
+WIDGET_VOCAB = 37000
+WIDGET_SHAPE = {"batch": 2, "src_len": 7, "tgt_len": 5}
+HEAD_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def _figure(figsize):
+    import matplotlib.pyplot as plt
+    fig = plt.figure(figsize=figsize, layout="constrained")
+    plt.close(fig)  # the caller (or the widget) displays it once; pyplot keeps no copy
+    return fig
+
+
+def _render_size(n_layers: int, n_heads: int, d_model: int, share: bool, lang: str | None = None):
+    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    if d_model % n_heads:
+        raise ValueError(i18n.pick({
+            "en": f"d_model={d_model} is not divisible by n_heads={n_heads}: every head gets d_model / h "
+                  "dimensions, so choose another number of heads",
+            "zh": f"d_model={d_model} 不能被 n_heads={n_heads} 整除：每个注意力头分到 d_model / h 维，"
+                  "请换一个注意力头数"}, code))
+    viz.setup_fonts(code)
+    d_ff = 4 * d_model
+    counts = parameter_breakdown(d_model, n_heads, n_layers, d_ff, WIDGET_VOCAB, WIDGET_VOCAB,
+                                 share_embeddings=share, tie_output=share)
+    total = sum(counts.values())
+    shapes = shape_table(WIDGET_SHAPE["batch"], WIDGET_SHAPE["src_len"], WIDGET_SHAPE["tgt_len"], d_model,
+                         n_heads, WIDGET_VOCAB)
+    fig = _figure((12, 4.4))
+    ax_bar, ax_tab = fig.subplots(1, 2, width_ratios=[1.15, 1])
+    labels = [i18n.pick(COMPONENT_LABELS[c], code) for c in COMPONENTS]
+    values = [counts[c] / 1e6 for c in COMPONENTS]
+    colors = ["tab:gray"] + ["tab:blue"] * 3 + ["tab:orange"] * 4 + ["tab:green"]
+    bars = ax_bar.barh(range(len(COMPONENTS)), values, color=colors)
+    ax_bar.set_yticks(range(len(COMPONENTS)), labels=labels)
+    ax_bar.invert_yaxis()
+    for bar, c in zip(bars, COMPONENTS):
+        ax_bar.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " " + format_count(counts[c]),
+                    va="center", fontsize=8)
+    ax_bar.set_xlim(0, max(values) * 1.25)
+    ax_bar.set_xlabel(i18n.pick({"en": "parameters (millions)", "zh": "参数量（百万）"}, code))
+    ax_bar.set_title(i18n.pick({"en": "N={n}, h={h}, d_model={d}, d_ff={f}: {t} parameters",
+                                "zh": "N={n}，h={h}，d_model={d}，d_ff={f}：共 {t} 个参数"}, code)
+                     .format(n=n_layers, h=n_heads, d=d_model, f=d_ff, t=format_count(total)), fontsize=10)
+    ax_tab.axis("off")
+    header = [i18n.pick({"en": "stage", "zh": "阶段"}, code), i18n.pick({"en": "shape", "zh": "形状"}, code),
+              i18n.pick({"en": "here", "zh": "本例"}, code)]
+    rows = shape_rows(shapes, code)
+    table = ax_tab.table(cellText=[list(r) for r in rows], colLabels=header, loc="center", cellLoc="left")
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    table.auto_set_column_width([0, 1, 2])
+    table.scale(1, 1.35)
+    ax_tab.set_title(i18n.pick({"en": "B={b}, S={s}, T={t}, |V|={v}, d_k={k}",
+                                "zh": "B={b}，S={s}，T={t}，|V|={v}，d_k={k}"}, code)
+                     .format(b=WIDGET_SHAPE["batch"], s=WIDGET_SHAPE["src_len"], t=WIDGET_SHAPE["tgt_len"],
+                             v=WIDGET_VOCAB, k=d_model // n_heads), fontsize=10)
+    state = {"n_layers": n_layers, "n_heads": n_heads, "d_model": d_model, "d_ff": d_ff, "share": share,
+             "counts": counts, "total": total, "shapes": shapes, "d_k": d_model // n_heads}
+    return fig, state
+
+
+def build_size_widget(n_layers: int = 6, n_heads: int = 8, d_model: int = 512, share: bool = True):
+    """Sliders for N, h and d_model (d_ff = 4·d_model, |V| = 37000): parameter breakdown and shape table."""
+    import ipywidgets as widgets
+
+    from ..widgets import LessonWidget, slider, toggle
+
+    if n_heads not in HEAD_CHOICES:
+        raise ValueError(f"n_heads={n_heads} is not one of the slider's values {HEAD_CHOICES}")
+    controls = {
+        "n_layers": slider("n_layers", 1, 12, 1, n_layers, label={"en": "layers N", "zh": "层数 N"}),
+        "n_heads": widgets.SelectionSlider(options=list(HEAD_CHOICES), value=n_heads,
+                                           description=i18n.pick({"en": "heads h", "zh": "注意力头数 h"}),
+                                           continuous_update=False, style={"description_width": "initial"}),
+        "d_model": slider("d_model", 64, 1024, 32, d_model,
+                          label={"en": "d_model", "zh": "模型维度 d_model"}),
+        "share": toggle("share", share, label={"en": "share embeddings and output matrix (paper)",
+                                               "zh": "嵌入矩阵与输出层共享（论文做法）"}),
+    }
+    return LessonWidget(controls, _render_size,
+                        title={"en": "How big is an encoder–decoder Transformer?",
+                               "zh": "编码器-解码器 Transformer 有多大？"})
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Exercise checks: print a verdict, return True / False, never raise
+# ------------------------------------------------------------------------------------------------------------
+
+def _say(en: str, zh: str) -> None:
+    print(i18n.pick({"en": en, "zh": zh}))
+
+
+def _not_attempted() -> bool:
+    _say("⏳ Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell "
+         "again.",
+         "⏳ 还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。")
+    return False
+
+
+def _run(fn, *args):
+    """(ok, result): ok is None when the student has not started (NotImplementedError), False on a crash."""
+    try:
+        return True, fn(*args)
+    except NotImplementedError:
+        return None, None
+    except Exception as err:  # noqa: BLE001 - any bug of the student's code is reported, never raised
+        _say(f"✗ Your function raised {type(err).__name__}: {err}",
+             f"✗ 你的函数抛出了 {type(err).__name__}：{err}")
+        return False, None
+
+
+def _decoder_case(seed: int = 7, norm_first: bool = True):
+    """A dropout-free DecoderLayer, target states, memory and a source padding mask with padding."""
+    from ..layers import DecoderLayer
+
+    g = torch.Generator().manual_seed(seed)
+    torch_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    layer = DecoderLayer(16, 4, 32, dropout=0.0, norm_first=norm_first).eval()
+    torch.random.set_rng_state(torch_state)  # leave the student's global random stream as it was
+    with torch.no_grad():
+        for p in layer.parameters():      # non-trivial LayerNorm gains and biases
+            if p.dim() == 1:
+                p.add_(0.1 * torch.randn(p.shape, generator=g))
+    y = torch.randn(2, 5, 16, generator=g)
+    memory = torch.randn(2, 6, 16, generator=g)
+    src = torch.tensor([[4, 5, 6, 7, 0, 0], [3, 3, 8, 9, 2, 5]])
+    return layer, y, memory, padding_mask(src, 0)
+
+
+def pre_norm_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
+                           memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Reference of exercise 1: the pre-norm decoder layer, ``x + Sublayer(LayerNorm(x))`` three times."""
+    y = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
+    y = y + layer.cross_attn(layer.res2.norm(y), memory, mask=memory_mask)
+    return y + layer.ffn(layer.res3.norm(y))
+
+
+def _pre_norm_variants(layer, y, memory, mask) -> dict[str, torch.Tensor]:
+    """Typical wrong answers to exercise 1, to give a precise hint."""
+    a = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
+    b_stale = y + layer.cross_attn(layer.res2.norm(a), memory, mask=mask)
+    post = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
+    post = layer.res2.norm(post + layer.cross_attn(post, memory, mask=mask))
+    return {"stale": b_stale + layer.ffn(layer.res3.norm(b_stale)),
+            "unmasked": pre_norm_decoder_layer(layer, y, memory, None),
+            "post_norm": layer.res3.norm(post + layer.ffn(post))}
+
+
+def check_decoder_layer(fn) -> bool:
+    """Exercise 1: ``fn(layer, y, memory, memory_mask)`` must compute the *pre-norm* decoder layer."""
+    layer, y, memory, mask = _decoder_case()
+    with torch.no_grad():
+        ok, got = _run(fn, layer, y, memory, mask)
+        if ok is None:
+            return _not_attempted()
+        if not ok:
+            return False
+        want = layer(y, memory, None, mask)
+        wrong = _pre_norm_variants(layer, y, memory, mask)
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+        _say(f"✗ Expected a tensor of shape {tuple(want.shape)} (B, T, C), got {shape}.",
+             f"✗ 应返回形状为 {tuple(want.shape)}（B, T, C）的张量，实际得到 {shape}。")
+        return False
+    got = got.detach()
+    if torch.allclose(got, want, atol=1e-5):
+        _say("✓ Correct: three sublayers, each one reads the stream the previous one wrote.",
+             "✓ 正确：三个子层，每一个都读取上一个子层更新后的残差流。")
+        return True
+    if torch.allclose(got, wrong["stale"], atol=1e-5):
+        _say("✗ That is the stale residual: the cross-attention sublayer must add to the stream written by "
+             "the self-attention sublayer, not to the layer's input y.",
+             "✗ 这正是“过期残差”的错误：交叉注意力子层的结果要加到自注意力子层更新后的残差流上，"
+             "而不是整层的输入 y 上。")
+    elif torch.allclose(got, wrong["unmasked"], atol=1e-5):
+        _say("✗ The source padding is not masked: pass memory_mask to the cross-attention.",
+             "✗ 没有遮住源序列的填充：要把 memory_mask 传给交叉注意力。")
+    elif torch.allclose(got, wrong["post_norm"], atol=1e-5):
+        _say("✗ That is the post-norm layer of the lesson. Pre-norm normalises the sublayer's *input*: "
+             "x + Sublayer(LayerNorm(x)).",
+             "✗ 这是正文里的后置归一化版本。前置归一化是对子层的**输入**做归一化："
+             "x + Sublayer(LayerNorm(x))。")
+    else:
+        err = float((got - want).abs().max())
+        _say(f"✗ Wrong values (largest difference {err:.3g}). Check the causal self-attention "
+             "(is_causal=True), the order of the sublayers and x + Sublayer(LayerNorm(x)).",
+             f"✗ 数值不对（最大差值 {err:.3g}）。检查自注意力是否因果（is_causal=True）、子层的顺序，"
+             "以及 x + Sublayer(LayerNorm(x)) 的写法。")
+    return False
+
+
+def check_decoder_layer_params(fn) -> bool:
+    """Exercise 2: ``fn(d_model, d_ff)`` must return the number of parameters of one ``DecoderLayer``."""
+    from ..layers import DecoderLayer
+
+    for d_model, d_ff in ((8, 16), (64, 256), (512, 2048)):
+        ok, got = _run(fn, d_model, d_ff)
+        if ok is None:
+            return _not_attempted()
+        if not ok:
+            return False
+        with torch.device("meta"):
+            want = sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff).parameters())
+        if got != want:
+            hint_en, hint_zh = "", ""
+            if got == encoder_layer_params(d_model, d_ff):
+                hint_en = " That is an encoder layer: the decoder has a second attention (cross-attention) " \
+                          "and a third LayerNorm."
+                hint_zh = "这是编码器层的参数量：解码器还多一个注意力（交叉注意力）和第三个层归一化。"
+            elif got == want - 3 * norm_params(d_model):
+                hint_en = " Don't forget the three LayerNorms (γ and β each)."
+                hint_zh = "别忘了三个层归一化（各有 γ 和 β）。"
+            _say(f"✗ For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
+                 f"✗ d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
+            return False
+    _say("✓ Correct: 8·d² + 2·d·d_ff + d_ff + 15·d. With d_ff = 4·d, attention and FFN hold about half each.",
+         "✓ 正确：8·d² + 2·d·d_ff + d_ff + 15·d。当 d_ff = 4·d 时，注意力和前馈网络大约各占一半。")
+    return True
+
+
+def check_cross_attention_mask(fn) -> bool:
+    """Exercise 3: ``fn(src, pad_id)`` must return the (B, 1, 1, S) keep-mask of the source padding."""
+    src = torch.tensor([[5, 6, 7, 1, 1], [8, 9, 1, 1, 1], [2, 3, 4, 5, 6]])
+    ok, got = _run(fn, src, 1)
+    if ok is None:
+        return _not_attempted()
+    if not ok:
+        return False
+    want = padding_mask(src, 1)
+    if not isinstance(got, torch.Tensor) or got.dtype != torch.bool:
+        what = got.dtype if isinstance(got, torch.Tensor) else type(got).__name__
+        _say(f"✗ Return a bool tensor (True = may attend), got {what}.",
+             f"✗ 应返回布尔张量（True = 可以关注），实际得到 {what}。")
+        return False
+    if got.shape != want.shape:
+        _say(f"✗ Expected shape (B, 1, 1, S) = {tuple(want.shape)}, got {tuple(got.shape)}: the two size-1 "
+             "dimensions broadcast over the heads and over the decoder's queries.",
+             f"✗ 形状应为 (B, 1, 1, S) = {tuple(want.shape)}，实际是 {tuple(got.shape)}："
+             "两个大小为 1 的维度分别对注意力头和解码器的查询广播。")
+        return False
+    if torch.equal(got, ~want):
+        _say("✗ Inverted: in this course True means 'may attend' (nn.MultiheadAttention's key_padding_mask "
+             "is the opposite).",
+             "✗ 正好反了：本课程中 True 表示“可以关注”"
+             "（nn.MultiheadAttention 的 key_padding_mask 约定相反）。")
+        return False
+    if not torch.equal(got, want):
+        _say("✗ Some positions are wrong: a key is hidden exactly when its source token is pad_id.",
+             "✗ 有些位置不对：当且仅当源序列词元是 pad_id 时，这个键才被遮住。")
+        return False
+    _say("✓ Correct: every decoder query ignores the source padding.",
+         "✓ 正确：解码器的每个查询都看不到源序列的填充。")
+    return True

@@ -1,0 +1,493 @@
+"""Lesson 13 · real pretrained weights: WordPiece traces, the reference numbers, SST-2 probes, the similarity
+widget and the exercise checks.
+
+The notebook loads all-MiniLM-L6-v2 into the course's own encoder and checks it; this module holds what would
+distract from that: the reference embeddings computed by sentence-transformers (``tests/fixtures/minilm``), the
+SST-2 subsets and the bag-of-words baseline, the plots, the widget and the checks of the students' exercises
+(they never raise, so the notebook always runs to the end).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .. import i18n, viz
+from ..pretrained import mean_pool
+from ..wordpiece import UNK
+
+FIXTURE_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "minilm"
+
+# Pairs that mean the same in other words, one that only shares words, and a Chinese sentence that means the
+# same as the fourth: the model is English-only, which the heatmap shows.
+DEMO_SENTENCES = (
+    "A man is playing a guitar.",
+    "Someone is strumming a guitar on stage.",
+    "The movie was wonderful.",
+    "I really enjoyed this film.",
+    "The film about the stock market was boring.",
+    "Share prices fell sharply today.",
+    "这部电影很精彩。",
+)
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _lang(lang):
+    return i18n.current_language() if lang is None else i18n.normalize_language(lang)
+
+
+def _fonts(code: str, *texts) -> None:
+    """A CJK font when the notebook is Chinese or a label contains Chinese (Chinese data in English)."""
+    if code == "zh" or any(_CJK.search(str(t)) for group in texts for t in group):
+        viz.setup_fonts("zh")
+
+
+def _figure(figsize):
+    import matplotlib.pyplot as plt
+    fig = plt.figure(figsize=figsize, layout="constrained")
+    plt.close(fig)  # the caller displays it once; pyplot keeps no copy
+    return fig
+
+
+def _short(text: str, n: int = 34) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# ----------------------------------------------------------------------------------------------------
+# WordPiece, step by step
+# ----------------------------------------------------------------------------------------------------
+
+def wordpiece_steps(word: str, vocab) -> list[dict]:
+    """The greedy longest-match-first search for one (already normalised) word, step by step.
+
+    One dict per piece: ``start`` (character offset), ``piece`` (the match, or ``[UNK]``), ``tried`` (how many
+    candidates were looked up, longest first). A word with an unmatched rest ends with an ``[UNK]`` step.
+    """
+    steps, start = [], 0
+    while start < len(word):
+        tried = 0
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            tried += 1
+            if piece in vocab:
+                steps.append({"start": start, "piece": piece, "tried": tried})
+                start = end
+                break
+        else:
+            steps.append({"start": start, "piece": UNK, "tried": tried})
+            break
+    return steps
+
+
+def print_wordpiece_steps(word: str, tokenizer, lang=None) -> list[dict]:
+    """Print the search of :func:`wordpiece_steps` as a small table; returns the steps."""
+    code = _lang(lang)
+    steps = wordpiece_steps(word, tokenizer.vocab)
+    head = i18n.pick({"en": "start  candidates tried  piece", "zh": "起点  尝试的候选数  匹配到的片段"}, code)
+    print(head)
+    for s in steps:
+        print(f"{s['start']:>5}  {s['tried']:>16}  {s['piece']}")
+    if steps and steps[-1]["piece"] == UNK:
+        print(i18n.pick({"en": "→ some rest matched nothing: the whole word becomes [UNK]",
+                         "zh": "→ 剩下的部分什么都匹配不上：整个词变成 [UNK]"}, code))
+    return steps
+
+
+def print_tokens(tokenizer, texts, lang=None) -> None:
+    """Each text, its WordPiece tokens and their ids."""
+    code = _lang(lang)
+    for text in texts:
+        ids = tokenizer.encode(text)
+        print(f"{text!r}")
+        print("   ", " ".join(tokenizer.convert_ids_to_tokens(ids)))
+        print("   ", ids, i18n.pick({"en": f"({len(ids)} tokens)", "zh": f"（{len(ids)} 个词元）"}, code))
+
+
+# ----------------------------------------------------------------------------------------------------
+# The reference: sentence-transformers' own numbers
+# ----------------------------------------------------------------------------------------------------
+
+def load_reference(folder: str | Path | None = None) -> dict:
+    """Sentences, token ids and embeddings that sentence-transformers computed (``tools/make_minilm_fixtures.py``).
+
+    Returns ``{"sentences": [...], "input_ids": [[...]], "embeddings": (N, 384) tensor, "versions": {...}}``.
+    """
+    folder = Path(folder) if folder is not None else FIXTURE_DIR
+    meta_path, emb_path = folder / "sentences.json", folder / "embeddings.npy"
+    if not (meta_path.is_file() and emb_path.is_file()):
+        raise FileNotFoundError(f"the reference files are missing in {folder}: they come with the course's "
+                                "repository (tests/fixtures/minilm); run the notebook from a clone, or rebuild them "
+                                "with python tools/make_minilm_fixtures.py")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["embeddings"] = torch.from_numpy(np.load(emb_path))
+    return meta
+
+
+def mapping_table(report: list[dict], layer: int = 0, lang=None) -> str:
+    """A few rows of :func:`course_utils.pretrained.load_bert_weights`' report as text: the embeddings and one
+    layer (checkpoint name(s) → our parameter, shape, copy/stack)."""
+    code = _lang(lang)
+    rows = [r for r in report if r["ours"].split(".")[1] == "embeddings"
+            or f".layers.{layer}." in r["ours"]]
+    heads = i18n.pick({"en": ("checkpoint (BERT names)", "course_utils parameter", "shape", "how"),
+                       "zh": ("检查点中的名字（BERT）", "course_utils 中的参数", "形状", "方式")}, code)
+    how = {"copy": i18n.pick({"en": "copy", "zh": "直接复制"}, code),
+           "stack": i18n.pick({"en": "stack [Q; K; V]", "zh": "按 [Q; K; V] 堆叠"}, code)}
+    lines = []
+    for r in rows:
+        names = r["checkpoint"]
+        src = names[0] if len(names) == 1 else names[0].replace(".query.", ".{query,key,value}.")
+        lines.append((src, r["ours"], str(tuple(r["shape"])), how[r["how"]]))
+    widths = [max(len(x[i]) for x in [heads, *lines]) for i in range(3)]
+    out = [f"{heads[0]:<{widths[0]}}  {heads[1]:<{widths[1]}}  {heads[2]:<{widths[2]}}  {heads[3]}"]
+    out += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in lines]
+    return "\n".join(out)
+
+
+@torch.no_grad()
+def copy_layer_to_torch(layer) -> torch.nn.TransformerEncoderLayer:
+    """PyTorch's own ``nn.TransformerEncoderLayer`` (post-norm, GELU) with the weights of one of our layers."""
+    d = layer.self_attn.d_model
+    theirs = torch.nn.TransformerEncoderLayer(d, layer.self_attn.n_heads, layer.ffn.linear1.out_features,
+                                              dropout=0.0, activation="gelu", layer_norm_eps=layer.res1.norm.eps,
+                                              batch_first=True, norm_first=False)
+    theirs.self_attn.in_proj_weight.copy_(layer.self_attn.qkv_proj.weight)
+    theirs.self_attn.in_proj_bias.copy_(layer.self_attn.qkv_proj.bias)
+    theirs.self_attn.out_proj.load_state_dict(layer.self_attn.out_proj.state_dict())
+    theirs.linear1.load_state_dict(layer.ffn.linear1.state_dict())
+    theirs.linear2.load_state_dict(layer.ffn.linear2.state_dict())
+    theirs.norm1.load_state_dict(layer.res1.norm.state_dict())
+    theirs.norm2.load_state_dict(layer.res2.norm.state_dict())
+    return theirs.eval()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Similarity matrix
+# ----------------------------------------------------------------------------------------------------
+
+def plot_similarity(sim, labels, lang=None, title=None):
+    """Heatmap of a cosine-similarity matrix ``(N, N)`` with the value in every cell."""
+    code = _lang(lang)
+    sim = viz.to_numpy(sim, "sim")
+    labels = [_short(str(s)) for s in labels]
+    if sim.shape != (len(labels), len(labels)):
+        raise ValueError(f"sim has shape {sim.shape} but there are {len(labels)} labels: one per row and column")
+    _fonts(code, labels)
+    fig = _figure((8.5, 6.5))
+    ax = fig.add_subplot()
+    im = ax.imshow(sim, cmap="viridis", vmin=min(0.0, float(sim.min())), vmax=1.0)
+    for i in range(sim.shape[0]):
+        for j in range(sim.shape[1]):
+            ax.text(j, i, f"{sim[i, j]:.2f}", ha="center", va="center", fontsize=9,
+                    color="black" if sim[i, j] > 0.6 else "white")
+    ax.set_xticks(range(len(labels)), labels=labels, rotation=35, ha="right")
+    ax.set_yticks(range(len(labels)), labels=labels)
+    ax.set_title(title or i18n.pick({"en": "Cosine similarity of MiniLM sentence embeddings",
+                                     "zh": "MiniLM 句子嵌入的余弦相似度"}, code))
+    fig.colorbar(im, ax=ax, shrink=0.8, label=i18n.pick({"en": "cosine similarity", "zh": "余弦相似度"}, code))
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------------
+# SST-2: data, bag-of-words baseline, probes, plot
+# ----------------------------------------------------------------------------------------------------
+
+def load_sst2_subsets(n_train: int, seed: int = 0):
+    """``(train_rows, dev_rows)``: ``n_train`` random SST-2 training sentences and the whole dev set (872),
+    as ``(sentence, label)`` pairs, via ``course_utils.data.load_sst2`` (a tiny sample when the data is missing).
+    Also returns the loaders' one-line descriptions as a third item."""
+    from ..data import load_sst2
+
+    train, dev = load_sst2("train"), load_sst2("dev")
+    rows = list(train)
+    sub = random.Random(seed).sample(rows, min(n_train, len(rows)))
+    return sub, list(dev), (train.describe(), dev.describe())
+
+
+def bag_of_words(tokenizer, train_texts, other_texts):
+    """Count vectors over the WordPiece tokens seen in the training texts (a baseline with no pretraining).
+
+    Returns ``(X_train (N, V'), X_other (M, V'))`` float tensors, V' = number of distinct training tokens.
+    """
+    train_ids = [tokenizer.encode(t, add_special_tokens=False) for t in train_texts]
+    columns = {i: c for c, i in enumerate(sorted({i for ids in train_ids for i in ids}))}
+
+    def counts(ids_list):
+        x = torch.zeros(len(ids_list), max(1, len(columns)))
+        for r, ids in enumerate(ids_list):
+            for i in ids:
+                if i in columns:
+                    x[r, columns[i]] += 1.0
+        return x
+
+    return counts(train_ids), counts([tokenizer.encode(t, add_special_tokens=False) for t in other_texts])
+
+
+def fit_logistic_regression(x, y, steps: int = 200, lr: float = 0.05, weight_decay: float = 1e-4, seed: int = 0):
+    """Multinomial logistic regression p(y|x) = softmax(W x + b), full-batch Adam on the cross-entropy;
+    features are standardised with the training mean/std first. Returns ``predict(x) -> labels``."""
+    g = torch.Generator().manual_seed(seed)
+    mu, sd = x.mean(0), x.std(0).clamp(min=1e-6)
+    n_classes = int(y.max()) + 1 if len(y) else 2
+    w = (torch.randn(x.shape[1], max(2, n_classes), generator=g) * 0.01).requires_grad_()
+    b = torch.zeros(max(2, n_classes), requires_grad=True)
+    opt = torch.optim.Adam([w, b], lr=lr, weight_decay=weight_decay)
+    xs = (x - mu) / sd
+    for _ in range(steps):
+        loss = F.cross_entropy(xs @ w + b, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    w, b = w.detach(), b.detach()
+    return lambda z: (((z - mu) / sd) @ w + b).argmax(-1)
+
+
+def probe_curve(x_train, y_train, x_dev, y_dev, sizes, seed: int = 0, **kw) -> list[float]:
+    """Dev accuracy of a logistic regression trained on the first ``n`` training rows, for each ``n`` in sizes."""
+    out = []
+    for n in sizes:
+        predict = fit_logistic_regression(x_train[:n], y_train[:n], seed=seed, **kw)
+        out.append(float((predict(x_dev) == y_dev).float().mean()))
+    return out
+
+
+def plot_probe_curves(sizes, curves: dict, majority: float, lang=None):
+    """Dev accuracy against the number of labelled training sentences, one line per feature kind."""
+    code = _lang(lang)
+    _fonts(code, curves)
+    fig = _figure((6.5, 4.2))
+    ax = fig.add_subplot()
+    for (name, accs), marker in zip(curves.items(), "os^v"):
+        ax.plot(sizes, accs, marker=marker, label=name)
+    ax.axhline(majority, ls=":", color="tab:gray",
+               label=i18n.pick({"en": "always the majority class", "zh": "总是猜多数类"}, code))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(i18n.pick({"en": "labelled training sentences", "zh": "带标签的训练句子数"}, code))
+    ax.set_ylabel(i18n.pick({"en": "accuracy on SST-2 dev (872)", "zh": "SST-2 验证集准确率（872 句）"}, code))
+    ax.set_title(i18n.pick({"en": "Linear probe: pretrained features need few labels",
+                            "zh": "线性探测：预训练特征只需要少量标签"}, code))
+    ax.set_ylim(0.4, 1.0)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="lower right")
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------------
+# Widget: two sentences → similarity and token view
+# ----------------------------------------------------------------------------------------------------
+
+MAX_WIDGET_TOKENS = 40
+
+
+@torch.no_grad()
+def compare_sentences(model, tokenizer, a: str, b: str) -> dict:
+    """Sentence cosine similarity of ``a`` and ``b`` and the token-by-token similarity of their contextual
+    vectors. ``model`` is a :class:`~course_utils.pretrained.SentenceEncoder`."""
+    texts = [a.strip(), b.strip()]
+    if not all(texts):
+        raise ValueError(i18n.pick({"en": "type a sentence in both boxes", "zh": "请在两个输入框里都写一句话"}))
+    batch = tokenizer.encode_batch(texts)
+    n = batch["attention_mask"].sum(1).tolist()
+    if max(n) > MAX_WIDGET_TOKENS:
+        raise ValueError(i18n.pick({"en": f"at most {MAX_WIDGET_TOKENS} tokens per sentence here (got {max(n)}): "
+                                          "shorten it",
+                                    "zh": f"这里每句最多 {MAX_WIDGET_TOKENS} 个词元（现在是 {max(n)} 个），请缩短"}))
+    was_training = model.training
+    model.eval()
+    try:
+        device = model.device
+        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
+        hidden = model.bert(ids, mask)                                      # (2, T, C)
+        emb = F.normalize(mean_pool(hidden, mask), dim=-1)                  # (2, C)
+    finally:
+        model.train(was_training)
+    ha = F.normalize(hidden[0, : n[0]], dim=-1)
+    hb = F.normalize(hidden[1, : n[1]], dim=-1)
+    return {"similarity": float(emb[0] @ emb[1]),
+            "tokens_a": tokenizer.convert_ids_to_tokens(batch["input_ids"][0, : n[0]]),
+            "tokens_b": tokenizer.convert_ids_to_tokens(batch["input_ids"][1, : n[1]]),
+            "token_similarity": (ha @ hb.T).cpu().numpy()}
+
+
+def _render_compare(model, tokenizer, a: str, b: str, lang=None):
+    code = _lang(lang)
+    res = compare_sentences(model, tokenizer, a, b)
+    _fonts(code, res["tokens_a"], res["tokens_b"])
+    ta, tb = res["tokens_a"], res["tokens_b"]
+    fig = _figure((min(13.0, 4.5 + 0.33 * len(tb)), min(9.0, 2.4 + 0.3 * len(ta))))
+    grid = fig.add_gridspec(1, 2, width_ratios=[max(len(tb), 4), 1.2])
+    ax = fig.add_subplot(grid[0])
+    ax_bar = fig.add_subplot(grid[1])
+    im = ax.imshow(res["token_similarity"], cmap="viridis", vmin=-0.2, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(len(tb)), labels=tb, rotation=90)
+    ax.set_yticks(range(len(ta)), labels=ta)
+    ax.set_xlabel(i18n.pick({"en": "tokens of sentence B", "zh": "句子 B 的词元"}, code))
+    ax.set_ylabel(i18n.pick({"en": "tokens of sentence A", "zh": "句子 A 的词元"}, code))
+    ax.set_title(i18n.pick({"en": "cosine of contextual token vectors", "zh": "上下文词元向量之间的余弦"}, code))
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    s = res["similarity"]
+    ax_bar.bar([0], [s], color="tab:green" if s >= 0.5 else "tab:orange", width=0.6)
+    ax_bar.set_ylim(-0.2, 1.0)
+    ax_bar.axhline(0, color="black", lw=0.8)
+    ax_bar.set_xticks([0], labels=[i18n.pick({"en": "sentences", "zh": "整句"}, code)])
+    ax_bar.set_title(i18n.pick({"en": "similarity\n{s:.3f}", "zh": "相似度\n{s:.3f}"}, code).format(s=s))
+    return fig, res
+
+
+def build_similarity_widget(model, tokenizer, a: str = DEMO_SENTENCES[2], b: str = DEMO_SENTENCES[3]):
+    """Two boxes (type a sentence or pick one of :data:`DEMO_SENTENCES`) → their cosine similarity and the
+    token-by-token similarity heatmap. ``w.state["similarity"]``, ``w.state["tokens_a"]`` … after each change."""
+    import ipywidgets as widgets
+
+    from ..widgets import LessonWidget
+
+    def box(name, value, label):
+        return widgets.Combobox(value=value, options=list(DEMO_SENTENCES), ensure_option=False,
+                                continuous_update=False, description=i18n.pick(label),
+                                layout=widgets.Layout(width="95%"), style={"description_width": "initial"})
+
+    controls = {"a": box("a", a, {"en": "Sentence A", "zh": "句子 A"}),
+                "b": box("b", b, {"en": "Sentence B", "zh": "句子 B"})}
+    return LessonWidget(controls, lambda a, b: _render_compare(model, tokenizer, a, b),
+                        title={"en": "Type or pick two sentences: how similar are they for MiniLM?",
+                               "zh": "输入或选择两句话：在 MiniLM 看来它们有多相似？"})
+
+
+# ----------------------------------------------------------------------------------------------------
+# Exercise checks: print a verdict, return True / False, never raise
+# ----------------------------------------------------------------------------------------------------
+
+def _say(en: str, zh: str) -> None:
+    print(i18n.pick({"en": en, "zh": zh}))
+
+
+def _not_attempted() -> bool:
+    _say("Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell again.",
+         "还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。")
+    return False
+
+
+def _run(fn, *args):
+    """(ok, result): ok is None when the student has not started (NotImplementedError), False on a crash."""
+    try:
+        return True, fn(*args)
+    except NotImplementedError:
+        return None, None
+    except Exception as err:  # noqa: BLE001 - any bug of the student's code is reported, never raised
+        _say(f"Your function raised {type(err).__name__}: {err}", f"你的函数抛出了 {type(err).__name__}：{err}")
+        return False, None
+
+
+def _close(got, want, what_en: str, what_zh: str, atol: float = 1e-5) -> bool:
+    if not isinstance(got, torch.Tensor):
+        _say(f"{what_en}: expected a tensor, got {type(got).__name__}.",
+             f"{what_zh}：应该返回张量，实际返回的是 {type(got).__name__}。")
+        return False
+    if got.shape != want.shape:
+        _say(f"{what_en}: expected shape {tuple(want.shape)}, got {tuple(got.shape)}.",
+             f"{what_zh}：形状应为 {tuple(want.shape)}，实际是 {tuple(got.shape)}。")
+        return False
+    if not torch.allclose(got.detach().to(want.dtype), want, atol=atol, rtol=1e-4):
+        err = float((got.detach().to(want.dtype) - want).abs().max())
+        _say(f"{what_en}: wrong values (largest difference {err:.3g}).", f"{what_zh}：数值不对（最大差值 {err:.3g}）。")
+        return False
+    return True
+
+
+def _hidden_and_mask(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(3, 6, 5, generator=g)
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0]])
+    return hidden, mask
+
+
+def check_mean_pool(fn) -> bool:
+    """Exercise 1: ``fn(hidden (B, T, C), mask (B, T) of 1/0) -> (B, C)``, the mean over the real tokens."""
+    hidden, mask = _hidden_and_mask()
+    ok, got = _run(fn, hidden.clone(), mask.clone())
+    if ok is None:
+        return _not_attempted()
+    if not ok:
+        return False
+    want = mean_pool(hidden, mask)
+    if not _close(got, want, "mean pooling", "平均池化"):
+        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+                torch.allclose(got.detach().float(), hidden.mean(1), atol=1e-5):
+            _say("Hint: you averaged over all T positions, padding included. Multiply by the mask and divide by "
+                 "the number of real tokens (mask.sum(1)), not by T.",
+                 "提示：你对全部 T 个位置取了平均，把填充也算进去了。先乘以掩码，再除以真实词元的个数"
+                 "（mask.sum(1)），而不是 T。")
+        return False
+    _say("✓ Correct: padding does not change a sentence's vector.", "✓ 正确：填充不会改变句子的向量。")
+    return True
+
+
+def check_cosine_matrix(fn) -> bool:
+    """Exercise 2: ``fn(a (N, C), b (M, C)) -> (N, M)`` with entry (i, j) = cos(a_i, b_j)."""
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(4, 7, generator=g) * 3, torch.randn(5, 7, generator=g)
+    ok, got = _run(fn, a.clone(), b.clone())
+    if ok is None:
+        return _not_attempted()
+    if not ok:
+        return False
+    want = F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
+    if not _close(got, want, "cosine matrix", "余弦相似度矩阵"):
+        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+                torch.allclose(got.detach().float(), a @ b.T, atol=1e-4):
+            _say("Hint: these are plain dot products. Divide each row by its length first (F.normalize), so that "
+                 "only the direction counts.",
+                 "提示：这只是点积。先把每一行除以它的长度（F.normalize），这样只有方向起作用。")
+        elif isinstance(got, torch.Tensor) and got.shape == (5, 4):
+            _say("Hint: rows must be the sentences of a, columns those of b.",
+                 "提示：行对应 a 中的句子，列对应 b 中的句子。")
+        return False
+    _say("✓ Correct: every entry lies in [-1, 1], and cos(x, x) = 1.",
+         "✓ 正确：每个元素都在 [-1, 1] 之间，且 cos(x, x) = 1。")
+    return True
+
+
+_TOY_VOCAB = {"[UNK]", "un", "una", "##ff", "##ffa", "##able", "##ble", "##a", "play", "##ing", "##s", "p",
+              "##l", "##ay", "token", "##ization", "##ize", "##r"}
+_TOY_WORDS = {"unaffable": ["una", "##ffa", "##ble"], "playing": ["play", "##ing"], "plays": ["play", "##s"],
+              "tokenization": ["token", "##ization"], "tokenizer": ["token", "##ize", "##r"],
+              "plx": ["[UNK]"], "xplay": ["[UNK]"], "p": ["p"]}
+
+
+def reference_wordpiece(word: str, vocab) -> list[str]:
+    """Greedy longest-match-first WordPiece for one word (no length limit): the reference for exercise 3."""
+    pieces = [s["piece"] for s in wordpiece_steps(word, vocab)]
+    return [UNK] if UNK in pieces else pieces
+
+
+def check_wordpiece(fn) -> bool:
+    """Exercise 3: ``fn(word, vocab) -> list of pieces``, greedy longest match first, ``##`` for continuations,
+    ``["[UNK]"]`` for the whole word when some rest matches nothing."""
+    for word, want in _TOY_WORDS.items():
+        ok, got = _run(fn, word, set(_TOY_VOCAB))
+        if ok is None:
+            return _not_attempted()
+        if not ok:
+            return False
+        if not isinstance(got, (list, tuple)) or list(got) != want:
+            _say(f"{word!r}: expected {want}, got {got!r}.", f"{word!r}：应该得到 {want}，实际是 {got!r}。")
+            if isinstance(got, (list, tuple)) and word == "unaffable" and list(got)[:1] == ["un"]:
+                _say("Hint: take the LONGEST piece in the vocabulary first (try the whole rest, then shorten it).",
+                     "提示：每次先取词表里**最长**的片段（先试剩下的整段，再一个字符一个字符地缩短）。")
+            elif isinstance(got, (list, tuple)) and "[UNK]" in got and len(got) > 1:
+                _say("Hint: when a rest matches nothing, the whole word becomes a single [UNK].",
+                     "提示：只要有一段匹配不上，整个词就变成一个 [UNK]。")
+            elif isinstance(got, (list, tuple)) and len(got) > 1 and not str(got[1]).startswith("##"):
+                _say("Hint: pieces after the first are looked up with the '##' prefix.",
+                     "提示：除第一个片段外，其余片段查词表时都要加上前缀 '##'。")
+            return False
+    _say("✓ Correct: this is exactly BERT's WordPiece (plus the 100-character limit).",
+         "✓ 正确：这正是 BERT 的 WordPiece（它另外还限制每个词最多 100 个字符）。")
+    return True

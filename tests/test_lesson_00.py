@@ -1,0 +1,149 @@
+"""Lesson 00 (welcome): course map, setup report, font check, the lesson-picker widget, exercise checks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from matplotlib.colors import to_hex
+from matplotlib.mathtext import MathTextParser
+
+from course_utils import viz
+from course_utils.i18n import set_language
+from course_utils.lessons import l00_welcome as l00
+from course_utils.train import pick_device
+
+SOURCE = Path(__file__).resolve().parents[1] / "notebooks" / "source" / "00_welcome.md"
+CJK = re.compile("[\u4e00-\u9fff]")
+
+
+@pytest.fixture(autouse=True)
+def _english_by_default():
+    set_language("en")
+    yield
+    set_language(None)
+
+
+def _map_rows(language: str) -> list[list[str]]:
+    """Rows of the course-map table in the given language section of the notebook source."""
+    text = SOURCE.read_text(encoding="utf-8")
+    section = text.split("## The course map" if language == "en" else "## 课程地图")[1]
+    rows = []
+    for line in section.splitlines():
+        if line.startswith("| ") and re.match(r"\| \d\d \|", line):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif rows and not line.startswith("|"):
+            break
+    return rows
+
+
+def test_lessons_are_numbered_bilingual_and_drawable():
+    assert [lesson.number for lesson in l00.LESSONS] == list(range(15))
+    parser = MathTextParser("agg")
+    for lesson in l00.LESSONS:
+        assert set(lesson.title) == set(lesson.summary) == {"en", "zh"}
+        assert CJK.search(lesson.summary["zh"])  # titles may be names ("GPT")
+        parser.parse(lesson.formula)  # raises ValueError if mathtext cannot draw it
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_notebook_course_map_matches_lessons(language):
+    rows = _map_rows(language)
+    assert [int(r[0]) for r in rows] == list(range(15))
+    for row, lesson in zip(rows, l00.LESSONS):
+        assert row[1] == lesson.title[language]
+        assert row[2] == lesson.summary[language]
+
+
+def test_lesson_info_and_errors():
+    info = l00.lesson_info(2, "zh")
+    assert info["title"] == "位置编码" and info["number"] == 2 and "sin" in info["formula"]
+    assert len(l00.course_map("en")) == 15 and l00.course_map("en")[14]["number"] == 14
+    with pytest.raises(ValueError, match="no lesson 15"):
+        l00.lesson_info(15)
+    with pytest.raises(TypeError):
+        l00.lesson_info("3")
+    assert l00.part_of(4, "en") == "Attention"
+
+
+def test_environment_report():
+    report = l00.environment_report()
+    expected = {"python", "torch", "numpy", "matplotlib", "ipywidgets", "device", "language", "cjk_font"}
+    assert expected <= set(report)
+    assert report["torch"] == torch.__version__
+    assert report["device"] == pick_device().type
+    assert report["language"] == "en"
+    set_language("zh")
+    assert l00.environment_report()["language"] == "zh"
+
+
+def test_cjk_font_report_real_and_missing(monkeypatch):
+    found = viz.find_cjk_font()
+    report = l00.cjk_font_report()
+    assert report["font"] == found
+    if found is not None:
+        assert Path(report["file"]).is_file() and report["draws_chinese"] and report["hint"] == ""
+    monkeypatch.setattr(viz, "find_cjk_font", lambda: None)
+    missing = l00.cjk_font_report()
+    assert missing["font"] is None and not missing["draws_chinese"] and "fonts-noto-cjk" in missing["hint"]
+
+
+def test_cjk_font_report_font_without_chinese(monkeypatch):
+    monkeypatch.setattr(viz, "find_cjk_font", lambda: "DejaVu Sans")  # ships with matplotlib, no Chinese
+    report = l00.cjk_font_report()
+    assert report["font"] == "DejaVu Sans" and not report["draws_chinese"]
+    assert "注" in report["hint"]  # names the characters it lacks
+
+
+def test_course_map_widget_callback():
+    w = l00.build_course_map_widget("en")
+    assert w.state["number"] == 0 and w.renders == 1
+    w.controls["lesson"].value = 5
+    assert w.state["number"] == 5 and w.state["title"] == "Masking" and w.state["part"] == "Attention"
+    bars = w.figure.axes[0].patches
+    red = [i for i, bar in enumerate(bars) if to_hex(bar.get_facecolor()) == "#d62728"]
+    assert red == [5]
+    texts = " ".join(t.get_text() for t in w.figure.axes[1].texts)
+    assert "Masking" in texts and l00.LESSONS[5].formula in texts
+
+
+def test_course_map_widget_in_chinese():
+    w = l00.build_course_map_widget("zh")
+    assert CJK.search(w.controls["lesson"].options[3][0])
+    w.controls["lesson"].value = 13
+    assert w.state["title"] == "预训练权重（MiniLM）" and w.state["part"] == "训练与应用"
+
+
+def _raises(*_):
+    raise NotImplementedError
+
+
+def test_run_check_verdicts(capsys):
+    cases = [((2,), 4), ((3,), 9)]
+    assert l00.run_check(lambda x: x * x, cases, l00.compare_equal) is True
+    assert "Correct" in capsys.readouterr().out
+    assert l00.run_check(lambda x: x + x, cases, l00.compare_equal) is False  # right for 2, wrong for 3
+    assert "expected 9, got 6" in capsys.readouterr().out
+    assert l00.run_check(_raises, cases, l00.compare_equal) is False
+    assert "Not attempted yet" in capsys.readouterr().out
+    assert l00.run_check(lambda x: 1 / 0, cases, l00.compare_equal) is False
+    assert "ZeroDivisionError" in capsys.readouterr().out
+    assert l00.run_check(_raises, cases, l00.compare_equal, lang="zh") is False
+    assert "还没有作答" in capsys.readouterr().out
+
+
+def test_check_device_choice():
+    assert l00.check_device_choice(lambda: pick_device().type)
+    assert not l00.check_device_choice(lambda: "tpu")
+    assert not l00.check_device_choice(_raises)
+
+
+def test_check_mha_parameter_count():
+    assert l00.check_mha_parameter_count(l00.mha_parameter_count)
+    assert not l00.check_mha_parameter_count(lambda d, h: 4 * d * d)          # forgot the biases
+    assert not l00.check_mha_parameter_count(lambda d, h: 4 * d * d // h + 4 * d)  # per-head thinking
+    assert not l00.check_mha_parameter_count(_raises)
+    with pytest.raises(ValueError, match="divisible"):
+        l00.mha_parameter_count(10, 3)

@@ -1,0 +1,124 @@
+"""Lesson 02 (positional encoding): frequency forms and their precision, M_k, dot products, widget, checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils import sinusoidal_encoding
+from course_utils.i18n import set_language
+from course_utils.lessons import l02_positional as l02
+
+
+@pytest.fixture(autouse=True)
+def _english_by_default():
+    set_language("en")
+    yield
+    set_language(None)
+
+
+def _raises(*_):
+    raise NotImplementedError
+
+
+def test_both_frequency_forms_build_the_papers_table():
+    for fn in (l02.inv_freq_pow, l02.inv_freq_exp):
+        table = l02.table_from(fn(32, torch.float64), 50)
+        reference = sinusoidal_encoding(50, 32, dtype=torch.float64)
+        torch.testing.assert_close(table, reference, rtol=0, atol=1e-12)
+    assert math.isclose(l02.inv_freq_pow(32, torch.float64)[3].item(), 10000 ** (-6 / 32), rel_tol=1e-12)
+
+
+def test_precision_comparison_reports_what_it_measures():
+    rows = l02.precision_comparison(d_model=128, max_len=2048)
+    err = {(r["dtype"], r["form"]): r for r in rows}
+    assert len(rows) == 9
+    assert err["float32", "pow"]["freq_rel_err"] < 1e-6 and err["float32", "exp"]["freq_rel_err"] < 1e-6
+    assert err["float16", "exp"]["freq_rel_err"] > err["float16", "pow"]["freq_rel_err"]
+    assert err["float16", "pow"]["table_abs_err"] > 0.1                 # pos·ω in 16 bits: the real problem
+    assert err["float16", "float64→cast"]["table_abs_err"] < 1e-3       # build in float64, cast at the end
+    assert err["float32", "float64→cast"]["table_abs_err"] < 1e-7
+    assert all(r["bad_freqs"] == 0 for r in rows)
+
+
+def test_large_base_overflows_the_power_form_in_float16():
+    rows = l02.precision_comparison(d_model=16, max_len=8, base=500000.0, dtypes=(torch.float16,))
+    assert [r["bad_freqs"] for r in rows] == [7, 0, 0]                  # pow: every ω but ω_0 became 0
+    with pytest.raises(ValueError, match="even"):
+        l02.precision_comparison(d_model=15)
+
+
+@pytest.mark.parametrize("k", [1, 5, 37, -4])
+def test_shift_matrix_moves_every_position(k):
+    pe = sinusoidal_encoding(120, 24, dtype=torch.float64)
+    M = l02.shift_matrix(k, 24)
+    for pos in (10, 11, 40, 70):
+        torch.testing.assert_close(M @ pe[pos], pe[pos + k])
+    torch.testing.assert_close(M.T @ M, torch.eye(24, dtype=torch.float64))
+    torch.testing.assert_close(l02.shift_matrix(3, 24) @ M, l02.shift_matrix(3 + k, 24))   # M_a M_b = M_{a+b}
+
+
+def test_shift_matrix_is_block_diagonal_and_needs_even_width():
+    M = l02.shift_matrix(2, 8)
+    mask = torch.block_diag(*[torch.ones(2, 2)] * 4).bool()
+    assert (M[~mask] == 0).all()
+    with pytest.raises(ValueError, match="odd"):
+        l02.shift_matrix(1, 7)
+
+
+def test_dot_product_depends_on_distance_only_and_decays_roughly():
+    d = 64
+    dots = l02.dot_by_distance(d, 200)
+    closed = [torch.cos(k * l02.inv_freq_exp(d, torch.float64)).sum().item() for k in range(200)]
+    np.testing.assert_allclose(dots, closed, atol=1e-9)
+    assert dots[0] == pytest.approx(d / 2)
+    assert dots[150:].mean() < 0.6 * dots[0]                  # it decays ...
+    assert (np.diff(dots) > 0).any()                          # ... but not monotonically
+
+
+def test_explorer_callbacks():
+    w = l02.build_pe_explorer("en")
+    assert w.state["d_model"] == 32 and w.renders == 1
+    w.controls["position"].value = 42
+    pe = sinusoidal_encoding(l02.N_POSITIONS, 32)
+    np.testing.assert_allclose(w.state["row"], pe[42].numpy())
+    w.controls["dimension"].value = 9
+    np.testing.assert_allclose(w.state["column"], pe[:, 9].numpy())
+    assert w.state["wavelength"] == pytest.approx(2 * math.pi * 10000 ** (8 / 32))
+    heatmap = w.figure.axes[0].images[0].get_array()
+    assert heatmap.shape == (l02.N_POSITIONS, 32)
+    w.controls["d_model"].value = 8                           # the dimension slider follows d_model
+    assert w.controls["dimension"].max == 7 and w.state["dimension"] == 7 and w.state["row"].shape == (8,)
+    assert w.error is None
+    w.controls["d_model"].value = 128
+    assert w.controls["dimension"].max == 127 and w.figure.axes[0].images[0].get_array().shape == (100, 128)
+
+
+def test_explorer_rejects_impossible_settings_in_chinese():
+    with pytest.raises(ValueError, match="维度必须小于"):
+        l02.render_pe_explorer(8, 3, 8, lang="zh")
+    with pytest.raises(ValueError, match="position"):
+        l02.render_pe_explorer(8, l02.N_POSITIONS, 0, lang="en")
+
+
+def test_check_wavelengths():
+    assert l02.check_wavelengths(l02.wavelengths_reference)
+    assert not l02.check_wavelengths(lambda d: 1 / l02.inv_freq_exp(d, torch.float64))         # forgot 2π
+    assert not l02.check_wavelengths(lambda d: 2 * math.pi * 10000 ** (torch.arange(d // 2) / d))  # i, not 2i
+    assert not l02.check_wavelengths(_raises)
+
+
+def test_check_shift_back():
+    assert l02.check_shift_back(l02.shift_back_reference)
+    assert not l02.check_shift_back(lambda row, k: l02.shift_matrix(k, row.shape[-1]) @ row)   # went forward
+    assert not l02.check_shift_back(_raises)
+
+
+def test_check_pe_dot():
+    assert l02.check_pe_dot(l02.pe_dot_reference)
+    assert not l02.check_pe_dot(lambda k, d: torch.sin(k * l02.inv_freq_exp(d, torch.float64)).sum().item())
+    assert not l02.check_pe_dot(lambda k, d: "about 30")
+    assert not l02.check_pe_dot(_raises)
