@@ -110,3 +110,18 @@ def test_inputs_on_another_device_than_the_module():
         scaled_dot_product_attention(q, torch.randn(1, 3, 4, device="meta"), q)
     with pytest.raises(ValueError, match="mask is on meta"):
         scaled_dot_product_attention(q, q, q, torch.ones(3, 3, dtype=torch.bool, device="meta"))
+
+
+def test_decoding_hyper_parameters():
+    from course_utils.decoding import beam_search, generate, sample_next
+
+    gpt = GPT(10, block_size=8, n_layers=1, n_heads=1, d_model=8)
+    with pytest.raises(ValueError, match="temperature must be >= 0"):
+        sample_next(torch.zeros(1, 10), temperature=-1.0)
+    with pytest.raises(ValueError, match="top_k must be > 0"):
+        sample_next(torch.zeros(1, 10), top_k=0)
+    with pytest.raises(ValueError, match="at least one context token"):
+        generate(gpt, torch.zeros(1, 0, dtype=torch.long), 3)
+    with pytest.raises(ValueError, match="beam_size must be > 0"):
+        beam_search(Transformer(10, 10, 8, 2, 1, 1, 16), torch.ones(1, 3, dtype=torch.long), beam_size=0,
+                    bos_id=1, eos_id=2)
