@@ -121,8 +121,16 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
                 origins.append(origin), tokens.append(tok), kept.append(score)
             if len(kept) == beam_size:
                 break
-        if len(finished) >= beam_size or not kept:
+        if not kept:
             break
+        if len(finished) >= beam_size:
+            # Stop only when no alive beam can still beat the beam_size-th best finished hypothesis. Log-probs are
+            # <= 0, so an alive score can only fall, and lp(L) <= lp(max_len): best_alive / lp(max_len) bounds
+            # every normalised score it can still reach. (Stopping as soon as beam_size hypotheses had ended let
+            # low-ranked early <eos> candidates end the search before the best, longer hypothesis was complete.)
+            kth_best = sorted((f[0] for f in finished), reverse=True)[beam_size - 1]
+            if max(kept) / length_penalty(max_len, alpha) <= kth_best:
+                break
         index = torch.tensor(origins, device=src.device)
         seqs = torch.cat([seqs[index], torch.tensor(tokens, device=src.device)[:, None]], dim=1)
         scores = torch.tensor(kept, device=src.device)

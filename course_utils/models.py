@@ -203,6 +203,7 @@ class EncoderClassifier(nn.Module):
             n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, norm_first=norm_first
         )
         self.head = nn.Linear(d_model, n_classes)
+        nn.init.normal_(self.embed.weight, std=d_model ** -0.5)             # ×√d_model brings it to unit scale
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         check_rank(ids, "ids", (2,), "(B, T) token ids")

@@ -111,8 +111,12 @@ def setup_fonts(lang: str | None = None) -> str | None:
     return name
 
 
-def _prepare(lang: str | None, *texts) -> str:
-    """Resolve the language; set up a CJK font if the labels or tokens need one (Chinese data in English)."""
+def use_language(lang: str | None = None, *texts) -> str:
+    """``"en"`` or ``"zh"`` for ``lang`` (None: the notebook's language), with a font set up for what is drawn.
+
+    A CJK font is set up when the language is Chinese or when any of the ``texts`` (groups of labels or tokens)
+    contains Chinese, so Chinese data in an English figure draws too. Every function that draws starts here.
+    """
     code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
     strings = [str(t) for group in texts if group is not None for t in group]
     if code == "zh" or any(_CJK_TEXT.search(s) for s in strings):
@@ -120,7 +124,8 @@ def _prepare(lang: str | None, *texts) -> str:
     return code
 
 
-def _new_figure(figsize):
+def new_figure(figsize):
+    """A constrained-layout Figure that pyplot does not keep: the caller returns it and Jupyter shows it once."""
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -130,6 +135,9 @@ def _new_figure(figsize):
     # Closing leaves a canvas whose draw() does nothing: an Agg canvas keeps fig.canvas.draw() real.
     FigureCanvasAgg(fig)
     return fig
+
+
+_new_figure = new_figure  # its name before it was public; lesson modules written meanwhile may still use it
 
 
 def to_numpy(x, name: str = "array") -> np.ndarray:
@@ -168,10 +176,10 @@ def plot_positional_encoding(pe, ax=None, lang=None, title=None):
     With ``ax`` it draws there (without a colorbar: the caller owns that layout) and returns ``ax``'s figure.
     """
     table = _squeeze_to(to_numpy(pe, "pe"), 2, "pe", "(positions, dimensions)")
-    code = _prepare(lang)
+    code = use_language(lang)
     own_figure = ax is None
     if own_figure:
-        fig = _new_figure((7, 4))
+        fig = new_figure((7, 4))
         ax = fig.add_subplot()
     fig = ax.figure
     vmax = float(np.abs(table).max()) or 1.0  # symmetric colour scale: 0 is white, sign is colour
@@ -200,11 +208,11 @@ def plot_attention(weights, queries=None, keys=None, ax=None, title=None, lang=N
     w = _squeeze_to(to_numpy(weights, "weights"), 2, "weights", "(T_q, T_k) for one head")
     queries = _check_tokens(queries, w.shape[0], "query")
     keys = _check_tokens(keys, w.shape[1], "key")
-    code = _prepare(lang, queries, keys, [title] if title else None)
+    code = use_language(lang, queries, keys, [title] if title else None)
     own_figure = ax is None
     if own_figure:
         # Room for one token label per cell, within what a notebook page can show.
-        fig = _new_figure((min(12.0, max(4.0, 1.5 + 0.35 * w.shape[1])),
+        fig = new_figure((min(12.0, max(4.0, 1.5 + 0.35 * w.shape[1])),
                            min(10.0, max(3.0, 1.2 + 0.35 * w.shape[0]))))
         ax = fig.add_subplot()
     fig = ax.figure
@@ -253,14 +261,14 @@ def plot_attention_grid(weights_per_layer, tokens_q=None, tokens_k=None, lang=No
         raise ValueError("weights_per_layer is empty: pass one (B, h, T_q, T_k) tensor per attention layer")
     tokens_q = None if tokens_q is None else [str(t) for t in tokens_q]
     tokens_k = None if tokens_k is None else [str(t) for t in tokens_k]
-    code = _prepare(lang, tokens_q, tokens_k)
+    code = use_language(lang, tokens_q, tokens_k)
     grids = [_per_head(item, i) for i, item in enumerate(items)]
     if names is None:
         names = [i18n.tr("layer_n", code, n=i + 1) for i in range(len(grids))]
     rows, cols = len(grids), max(g.shape[0] for g in grids)
     vmax = max(float(g.max()) for g in grids) or 1.0  # one colour scale so that panels compare
     panel = min(2.3, 14.0 / cols, 12.0 / rows)  # inches per heatmap: big grids shrink to fit a page
-    fig = _new_figure((1.0 + panel * cols, 0.6 + panel * rows))
+    fig = new_figure((1.0 + panel * cols, 0.6 + panel * rows))
     axes = fig.subplots(rows, cols, squeeze=False)
     im = None
     for r, grid in enumerate(grids):
@@ -313,10 +321,10 @@ def plot_history(history_or_dict, lang=None):
     if loss is None or len(loss) == 0:
         raise ValueError(f"no training loss to plot: the history has keys {sorted(d)}, expected 'loss' "
                          "(one value per step)")
-    code = _prepare(lang)
+    code = use_language(lang)
     x_key = "step" if "step" in d else "epoch" if "epoch" in d else None
     steps = list(d[x_key]) if x_key else list(range(1, len(loss) + 1))
-    fig = _new_figure((7, 4))
+    fig = new_figure((7, 4))
     ax = fig.add_subplot()
     lines = ax.plot(*_finite_pairs(steps, list(loss), "loss"), label=i18n.tr("train_loss", code))
     val = d.get("val_loss")
@@ -351,8 +359,8 @@ def plot_histograms(before, after, labels=None, lang=None, bins: int = 50):
     if len(labels) != 2:
         raise ValueError(f"labels needs exactly 2 titles (before, after), got {len(labels)}")
     data = [to_numpy(before, "before").ravel(), to_numpy(after, "after").ravel()]
-    _prepare(code, labels)
-    fig = _new_figure((9, 3.5))
+    use_language(code, labels)
+    fig = new_figure((9, 3.5))
     axes = fig.subplots(1, 2)
     for ax, values, label, color in zip(axes, data, labels, ("tab:blue", "tab:orange")):
         values = values[np.isfinite(values)]

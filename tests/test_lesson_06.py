@@ -108,6 +108,7 @@ def test_check_ffn(capsys):
     assert "ReLU" in capsys.readouterr().out
     assert l06.check_ffn(lambda x, w1, b1, w2, b2: F.gelu(x @ w1) @ w2) is False
     assert l06.check_ffn(lambda x, w1, b1, w2, b2: x @ w2.T) is False         # wrong shape
+    assert l06.check_ffn(lambda x, w1, b1, w2, b2: (F.gelu(x @ w1 + b1) @ w2 + b2).float()) is False  # float32
     capsys.readouterr()
     assert l06.check_ffn(_not_implemented) is False
     assert "Not attempted" in capsys.readouterr().out

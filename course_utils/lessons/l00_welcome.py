@@ -5,8 +5,9 @@
 * :func:`environment_report` / :func:`cjk_font_report` — what the student's machine has (versions, device,
   a font that can draw Chinese), as plain dicts that the notebook asserts on.
 * :func:`build_course_map_widget` — pick a lesson, see its one-line summary and key formula.
-* :func:`run_check` — the shared "check an exercise" helper: never raises, so a notebook runs in CI whether
-  or not the student has done the exercise (lessons 01 and 02 use it too).
+* :func:`check_device_choice` / :func:`check_mha_parameter_count` — the exercise checks, built on the shared
+  :mod:`course_utils.exercises` (they never raise, so the notebook runs in CI whether or not the student has
+  done the exercise).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import i18n
+from .. import i18n, viz
+from ..exercises import never_raises, run_check
 
 # --- the course map -----------------------------------------------------------------------------------------
 
@@ -128,8 +130,6 @@ def cjk_font_report() -> dict:
     from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
-    from .. import viz
-
     name = viz.find_cjk_font()
     if name is None:
         return {"font": None, "file": None, "draws_chinese": False, "hint": viz._missing_font_message()}
@@ -184,12 +184,9 @@ def part_of(number: int, lang: str | None = None) -> str:
 
 def render_lesson_card(lesson: int, lang: str | None = None):
     """A figure: the lessons as a strip (the chosen one highlighted) above its title, summary and formula."""
-    from .. import viz
-
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    viz.setup_fonts(code)
+    code = viz.use_language(lang)
     info = lesson_info(lesson, code)
-    fig = viz._new_figure((8, 3.2))
+    fig = viz.new_figure((8, 3.2))
     fig.set_layout_engine("none")  # the two panels are placed by hand below
     strip = fig.add_axes((0.03, 0.72, 0.94, 0.2))
     colors = ["#d62728" if n == lesson else "#c7d7ea" for n in range(len(LESSONS))]
@@ -222,59 +219,12 @@ def build_course_map_widget(lang: str | None = None):
 # --- exercises ----------------------------------------------------------------------------------------------
 
 
-_NOT_ATTEMPTED = {
-    "en": "⏳ Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell "
-          "again.",
-    "zh": "⏳ 还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。",
-}
-
-
-def run_check(student: Callable, cases, compare: Callable, lang: str | None = None) -> bool:
-    """Call ``student(*args)`` for each ``(args, expected)`` case; print a friendly verdict; True if all pass.
-
-    ``compare(got, expected)`` returns None when they agree, else a short explanation. Never raises: an
-    exercise left as ``raise NotImplementedError`` prints "not attempted yet", any other error is feedback.
-    """
-    for args, expected in cases:
-        try:
-            got = student(*args)
-        except NotImplementedError:
-            print(i18n.pick(_NOT_ATTEMPTED, lang))
-            return False
-        except Exception as err:  # noqa: BLE001 -- any mistake of the student is feedback, not a crash
-            print(i18n.pick({"en": "✗ Your function raised", "zh": "✗ 你的函数抛出了异常"}, lang),
-                  f"{type(err).__name__}: {err}")
-            return False
-        problem = compare(got, expected)
-        if problem is not None:
-            shown = ", ".join(_short(a) for a in args)
-            intro = {"en": f"✗ Not yet, for input ({shown}): ", "zh": f"✗ 还不对，输入为 ({shown}) 时："}
-            print(i18n.pick(intro, lang) + problem)
-            return False
-    print(i18n.pick({"en": "✓ Correct!", "zh": "✓ 正确！"}, lang))
-    return True
-
-
-def _short(value) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"tensor{tuple(value.shape)}"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def compare_equal(got, expected) -> str | None:
-    """A :func:`run_check` comparison for plain values."""
-    if got == expected:
-        return None
-    return i18n.pick({"en": f"expected {expected!r}, got {got!r}",
-                      "zh": f"应为 {expected!r}，实际得到 {got!r}"})
-
-
+@never_raises
 def check_device_choice(my_device: Callable[[], str], lang: str | None = None) -> bool:
     """Exercise 1: ``my_device()`` returns ``"cuda"``, ``"mps"`` or ``"cpu"``, the best one available."""
     from ..train import pick_device
 
-    return run_check(my_device, [((), pick_device().type)], compare_equal, lang)
+    return run_check(my_device, [((), pick_device().type)], lang=lang)
 
 
 def mha_parameter_count(d_model: int, n_heads: int) -> int:
@@ -285,6 +235,7 @@ def mha_parameter_count(d_model: int, n_heads: int) -> int:
     return 4 * d_model * d_model + 4 * d_model
 
 
+@never_raises
 def check_mha_parameter_count(count: Callable[[int, int], int], lang: str | None = None) -> bool:
     """Exercise 2: the number of parameters of ``MultiHeadAttention(d_model, n_heads)``, from a formula."""
     from ..attention import MultiHeadAttention
@@ -293,4 +244,4 @@ def check_mha_parameter_count(count: Callable[[int, int], int], lang: str | None
     for d_model, n_heads in ((16, 4), (64, 8), (64, 1), (96, 12)):
         real = sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
         cases.append(((d_model, n_heads), real))
-    return run_check(count, cases, compare_equal, lang)
+    return run_check(count, cases, lang=lang)

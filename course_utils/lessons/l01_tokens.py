@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
 
-from .. import i18n
+from .. import i18n, viz
+from ..exercises import never_raises, number_problem, run_check, tensor_problem
 from ..positional import sinusoidal_encoding
-from .l00_welcome import run_check
 
 # Initialisations the widget offers: the paper's d^-0.5, nn.Embedding's default N(0, 1), GPT-2/BERT's 0.02.
 INIT_SCHEMES = {
@@ -71,12 +72,9 @@ _LABELS = {
 
 def render_norms(d_model: int, scheme: str, lang: str | None = None):
     """Histogram of the three norm distributions (log x) and a bar chart of their means."""
-    from .. import viz
-
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    viz.setup_fonts(code)
+    code = viz.use_language(lang)
     data = norm_comparison(d_model, init_std(scheme, d_model))
-    fig = viz._new_figure((10, 3.6))
+    fig = viz.new_figure((10, 3.6))
     ax_hist, ax_bar = fig.subplots(1, 2, width_ratios=(2, 1))
     all_norms = np.concatenate([data["token_norms"], data["scaled_norms"], data["pe_norms"]])
     bins = np.geomspace(all_norms.min() * 0.8, all_norms.max() * 1.25, 60)
@@ -117,18 +115,7 @@ def build_norm_widget(lang: str | None = None):
 # --- exercises ----------------------------------------------------------------------------------------------
 
 
-def _compare_tensors(got, expected) -> str | None:
-    if not isinstance(got, torch.Tensor):
-        return i18n.pick({"en": f"return a torch.Tensor, got {type(got).__name__}",
-                          "zh": f"应返回 torch.Tensor，实际是 {type(got).__name__}"})
-    if got.shape != expected.shape:
-        return i18n.pick({"en": f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}",
-                          "zh": f"形状应为 {tuple(expected.shape)}，实际为 {tuple(got.shape)}"})
-    if not torch.allclose(got.double(), expected.double(), atol=1e-5, rtol=1e-5):
-        err = (got.double() - expected.double()).abs().max().item()
-        return i18n.pick({"en": f"values differ (max difference {err:.3g})",
-                          "zh": f"数值不一致（最大差 {err:.3g}）"})
-    return None
+_compare_tensors = partial(tensor_problem, atol=1e-5, rtol=1e-5)
 
 
 def _embedding_cases():
@@ -143,6 +130,7 @@ def one_hot_lookup_reference(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor
     return torch.nn.functional.one_hot(ids, E.shape[0]).to(E.dtype) @ E
 
 
+@never_raises
 def check_one_hot_lookup(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 1: ``one_hot_lookup(ids, E)`` equals ``E[ids]`` for 1-D and 2-D ids."""
     return run_check(fn, [((ids, E), E[ids]) for ids, E in _embedding_cases()], _compare_tensors, lang)
@@ -154,6 +142,7 @@ def input_vectors_reference(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
     return E[ids] * math.sqrt(d_model) + sinusoidal_encoding(ids.shape[-1], d_model)
 
 
+@never_raises
 def check_input_vectors(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 2: ``input_vectors(ids, E)`` = course_utils' TokenEmbedding + SinusoidalPositionalEncoding."""
     from ..positional import SinusoidalPositionalEncoding, TokenEmbedding
@@ -174,14 +163,8 @@ def balanced_std_reference(d_model: int) -> float:
     return 1.0 / math.sqrt(2 * d_model)
 
 
+@never_raises
 def check_balanced_std(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 3: the init std for which scaled token rows and PE rows have the same mean squared norm."""
-    def compare(got, expected):
-        try:
-            ok = math.isclose(float(got), expected, rel_tol=1e-6)
-        except (TypeError, ValueError):
-            ok = False
-        return None if ok else i18n.pick({"en": f"expected {expected:.6g}, got {got!r}",
-                                          "zh": f"应为 {expected:.6g}，实际得到 {got!r}"})
     cases = [((d,), balanced_std_reference(d)) for d in (16, 64, 512)]
-    return run_check(fn, cases, compare, lang)
+    return run_check(fn, cases, number_problem, lang)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
 
-from .. import i18n
+from .. import i18n, viz
+from ..exercises import never_raises, run_check, tensor_problem
 from ..positional import sinusoidal_encoding
-from .l00_welcome import run_check
 
 BASE = 10000.0
 
@@ -100,9 +101,7 @@ _TEXT = {
 
 def render_pe_explorer(d_model: int, position: int, dimension: int, lang: str | None = None):
     """Heatmap of PE (first :data:`N_POSITIONS` positions), the chosen row and column marked and plotted."""
-    from .. import viz
-
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    code = viz.use_language(lang)
     if not 0 <= dimension < d_model:
         raise ValueError(i18n.pick(
             {"en": f"dimension must be below d_model={d_model}: choose 0 to {d_model - 1}",
@@ -110,7 +109,7 @@ def render_pe_explorer(d_model: int, position: int, dimension: int, lang: str | 
     if not 0 <= position < N_POSITIONS:
         raise ValueError(f"position must be in [0, {N_POSITIONS}), got {position}")
     pe = sinusoidal_encoding(N_POSITIONS, d_model)                                  # (T, C)
-    fig = viz._new_figure((11, 3.8))
+    fig = viz.new_figure((11, 3.8))
     ax_map, ax_col, ax_row = fig.subplots(1, 3, width_ratios=(1.3, 1, 1))
     viz.plot_positional_encoding(pe, ax=ax_map, lang=code)
     ax_map.axhline(position, color="black", lw=1)
@@ -155,21 +154,8 @@ def build_pe_explorer(lang: str | None = None):
 # --- exercises ----------------------------------------------------------------------------------------------
 
 
-def _compare(got, expected) -> str | None:
-    try:
-        got_t = torch.as_tensor(got, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
-        return i18n.pick({"en": f"return a tensor or a number, got {type(got).__name__}",
-                          "zh": f"应返回张量或数字，实际是 {type(got).__name__}"})
-    expected = torch.as_tensor(expected, dtype=torch.float64)
-    if got_t.shape != expected.shape:
-        return i18n.pick({"en": f"expected shape {tuple(expected.shape)}, got {tuple(got_t.shape)}",
-                          "zh": f"形状应为 {tuple(expected.shape)}，实际为 {tuple(got_t.shape)}"})
-    if not torch.allclose(got_t, expected, rtol=1e-4, atol=1e-4):
-        err = (got_t - expected).abs().max().item()
-        return i18n.pick({"en": f"values differ (max difference {err:.3g})",
-                          "zh": f"数值不一致（最大差 {err:.3g}）"})
-    return None
+# Answers may be tensors or plain numbers (exercise 3 returns a float).
+_compare = partial(tensor_problem, atol=1e-4, rtol=1e-4, numbers=True)
 
 
 def wavelengths_reference(d_model: int) -> torch.Tensor:
@@ -177,6 +163,7 @@ def wavelengths_reference(d_model: int) -> torch.Tensor:
     return 2 * math.pi / inv_freq_exp(d_model, torch.float64)
 
 
+@never_raises
 def check_wavelengths(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 1: ``wavelengths(d_model)`` has d_model/2 entries, from 2π up to almost 2π·10000."""
     return run_check(fn, [((d,), wavelengths_reference(d)) for d in (4, 16, 128)], _compare, lang)
@@ -187,6 +174,7 @@ def shift_back_reference(pe_row: torch.Tensor, k: int) -> torch.Tensor:
     return shift_matrix(k, pe_row.shape[-1]).T @ pe_row.double()
 
 
+@never_raises
 def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 2: ``shift_back(pe_row, k)`` returns PE(pos − k) computed from PE(pos) alone."""
     pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
@@ -199,6 +187,7 @@ def pe_dot_reference(k: int, d_model: int) -> float:
     return float(torch.cos(k * inv_freq_exp(d_model, torch.float64)).sum())
 
 
+@never_raises
 def check_pe_dot(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 3: ``pe_dot(k, d_model)`` in closed form equals the measured dot products."""
     cases = []

@@ -15,6 +15,7 @@ import torch
 
 from .. import i18n, viz
 from ..attention import scaled_dot_product_attention
+from ..exercises import attempt, fail, never_raises, passed, say, tensor_close
 
 # ----------------------------------------------------------------------------------------------------
 # A tiny sentence with hand-made features
@@ -39,8 +40,7 @@ def tiny_sentence(lang: str | None = None, strength: float = 4.0):
     ``W_k`` (8, 4) to the type it *is*. So ``(X W_q)(X W_k)ᵀ`` is ``strength`` where a query finds the type
     it seeks.
     """
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    words = SENTENCES[code]
+    words = i18n.pick(SENTENCES, lang)
     tokens = [w for w, _ in words]
     g = torch.Generator().manual_seed(3)
     identity = {w: 0.3 * torch.randn(4, generator=g) for w in sorted(set(tokens))}
@@ -60,13 +60,6 @@ def tiny_sentence(lang: str | None = None, strength: float = 4.0):
 # Plots of the √d_k measurements
 # ----------------------------------------------------------------------------------------------------
 
-def _figure(figsize):
-    import matplotlib.pyplot as plt
-    fig = plt.figure(figsize=figsize, layout="constrained")
-    plt.close(fig)  # the caller displays it (as a cell's value or with display) once; pyplot keeps no copy
-    return fig
-
-
 def _label_pair(lang):
     # Maths as mathtext: CJK fonts lack glyphs such as ᵀ, and mathtext draws with its own fonts.
     return (i18n.pick({"en": r"scaled: $QK^T/\sqrt{d_k}$", "zh": r"缩放：$QK^T/\sqrt{d_k}$"}, lang),
@@ -75,10 +68,9 @@ def _label_pair(lang):
 
 def plot_dot_product_variance(d_values, variances, lang=None):
     """Measured Var(q·k) against d_k on log-log axes, with the prediction y = d_k."""
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    viz.setup_fonts(code)
+    code = viz.use_language(lang)
     d = np.asarray(d_values, dtype=float)
-    fig = _figure((5.5, 4))
+    fig = viz.new_figure((5.5, 4))
     ax = fig.add_subplot()
     ax.plot(d, d, "--", color="tab:gray",
             label=i18n.pick({"en": r"prediction $y = d_k$", "zh": r"理论值 $y = d_k$"}, code))
@@ -100,11 +92,10 @@ def plot_saturation(d_values, scaled: dict, unscaled: dict, t_keys: int, lang=No
     ``scaled`` / ``unscaled``: dicts with lists ``"max_weight"``, ``"entropy"``, ``"grad_norm"`` (one value
     per d_k).
     """
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    viz.setup_fonts(code)
+    code = viz.use_language(lang)
     lab_s, lab_u = _label_pair(code)
     d = np.asarray(d_values, dtype=float)
-    fig = _figure((12, 3.6))
+    fig = viz.new_figure((12, 3.6))
     axes = fig.subplots(1, 3)
     panels = [
         ("max_weight", {"en": "largest weight of a row", "zh": "每行最大的权重"}, None),
@@ -162,12 +153,11 @@ def random_attention(d_k: int, scale: bool, t: int = 8, seed: int = 0) -> dict:
 
 
 def _render_scaling(d_k: int, scale: bool, lang=None):
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    viz.setup_fonts(code)
+    code = viz.use_language(lang)
     res = random_attention(d_k, scale)
     w = res["weights"]
     t = w.shape[-1]
-    fig = _figure((10, 4))
+    fig = viz.new_figure((10, 4))
     ax_bar, ax_map = fig.subplots(1, 2)
     names_q = [f"q{i + 1}" for i in range(t)]
     names_k = [f"k{i + 1}" for i in range(t)]
@@ -217,45 +207,6 @@ def build_scaling_widget(d_k: int = 64, scale: bool = False):
 # Exercise checks: print a verdict, return True / False, never raise
 # ----------------------------------------------------------------------------------------------------
 
-def _say(en: str, zh: str) -> None:
-    print(i18n.pick({"en": en, "zh": zh}))
-
-
-def _not_attempted() -> bool:
-    _say("Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell again.",
-         "还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。")
-    return False
-
-
-def _run(fn, *args):
-    """(ok, result): ok is None when the student has not started (NotImplementedError), False on a crash."""
-    try:
-        return True, fn(*args)
-    except NotImplementedError:
-        return None, None
-    except Exception as err:  # noqa: BLE001 - any bug of the student's code is reported, never raised
-        _say(f"Your function raised {type(err).__name__}: {err}",
-             f"你的函数抛出了 {type(err).__name__}：{err}")
-        return False, None
-
-
-def _close(got, want, what_en: str, what_zh: str, atol: float = 1e-5) -> bool:
-    if not isinstance(got, torch.Tensor):
-        _say(f"{what_en}: expected a tensor, got {type(got).__name__}.",
-             f"{what_zh}：应该返回张量，实际返回的是 {type(got).__name__}。")
-        return False
-    if got.shape != want.shape:
-        _say(f"{what_en}: expected shape {tuple(want.shape)}, got {tuple(got.shape)}.",
-             f"{what_zh}：形状应为 {tuple(want.shape)}，实际是 {tuple(got.shape)}。")
-        return False
-    if not torch.allclose(got.detach().to(want.dtype), want, atol=atol, rtol=1e-4):
-        err = float((got.detach().to(want.dtype) - want).abs().max())
-        _say(f"{what_en}: wrong values (largest difference {err:.3g}).",
-             f"{what_zh}：数值不对（最大差值 {err:.3g}）。")
-        return False
-    return True
-
-
 def _qkv(seed: int, shape_q=(2, 3, 5, 4), t_k: int = 6, d_v: int = 3):
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(*shape_q, generator=g)
@@ -264,76 +215,68 @@ def _qkv(seed: int, shape_q=(2, 3, 5, 4), t_k: int = 6, d_v: int = 3):
     return q, k, v
 
 
+@never_raises
 def check_attention_weights(fn) -> bool:
     """Exercise 1: ``fn(q, k)`` must return softmax(q kᵀ / √d_k) over the keys, for any leading dimensions."""
     for seed, shape in ((0, (5, 4)), (1, (2, 3, 5, 16))):
         q, k, _ = _qkv(seed, shape)
-        ok, got = _run(fn, q, k)
-        if ok is None:
-            return _not_attempted()
+        ok, got = attempt(fn, q, k)
         if not ok:
             return False
         want = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-        if not _close(got, want, f"q {tuple(q.shape)}", f"q 的形状为 {tuple(q.shape)} 时"):
+        if not tensor_close(got, want, f"q {tuple(q.shape)}", f"q 的形状为 {tuple(q.shape)} 时"):
             if isinstance(got, torch.Tensor) and got.shape == want.shape:
                 unscaled = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
                 if torch.allclose(got.detach(), unscaled, atol=1e-5):
-                    _say("Hint: you forgot to divide the scores by √d_k.", "提示：忘了把分数除以 √d_k。")
+                    say("Hint: you forgot to divide the scores by √d_k.", "提示：忘了把分数除以 √d_k。")
                 elif torch.allclose(got.detach().sum(-2), torch.ones_like(want[..., 0, :]), atol=1e-5):
-                    _say("Hint: the softmax must run over the keys (dim=-1), so that each row sums to 1.",
-                         "提示：softmax 要沿着键的维度（dim=-1）计算，让每一行加起来等于 1。")
+                    say("Hint: the softmax must run over the keys (dim=-1), so that each row sums to 1.",
+                        "提示：softmax 要沿着键的维度（dim=-1）计算，让每一行加起来等于 1。")
             return False
-    _say("✓ Correct: every row is a probability distribution over the keys.",
-         "✓ 正确：每一行都是键上的一个概率分布。")
-    return True
+    return passed("Correct: every row is a probability distribution over the keys.",
+                  "正确：每一行都是键上的一个概率分布。")
 
 
+@never_raises
 def check_row_entropy(fn) -> bool:
     """Exercise 2: ``fn(weights)`` must return −Σ w log w over the last dim, 0 (not NaN) for a one-hot row."""
     g = torch.Generator().manual_seed(2)
     w = torch.softmax(torch.randn(3, 4, 7, generator=g), dim=-1)
     w[0, 0] = torch.nn.functional.one_hot(torch.tensor(2), 7).float()  # a saturated row: entropy exactly 0
-    ok, got = _run(fn, w.clone())
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, w.clone())
     if not ok:
         return False
     if isinstance(got, torch.Tensor) and got.shape == w.shape[:-1] and torch.isnan(got).any():
-        _say("Your entropy is NaN for a one-hot row: 0·log 0 must count as 0 (use torch.special.xlogy, or "
-             "clamp w before the log).",
-             "对独热的行你得到了 NaN：0·log 0 应当算作 0"
-             "（可以用 torch.special.xlogy，或者取对数前先 clamp）。")
+        return fail("Your entropy is NaN for a one-hot row: 0·log 0 must count as 0 (use torch.special.xlogy, "
+                    "or clamp w before the log).",
+                    "对独热的行你得到了 NaN：0·log 0 应当算作 0"
+                    "（可以用 torch.special.xlogy，或者取对数前先 clamp）。")
+    if not tensor_close(got, row_entropy(w), "entropy", "熵"):
         return False
-    if not _close(got, row_entropy(w), "entropy", "熵"):
-        return False
-    _say("✓ Correct: a uniform row over T keys has entropy log T, a one-hot row 0.",
-         "✓ 正确：T 个键上的均匀分布熵为 log T，独热分布熵为 0。")
-    return True
+    return passed("Correct: a uniform row over T keys has entropy log T, a one-hot row 0.",
+                  "正确：T 个键上的均匀分布熵为 log T，独热分布熵为 0。")
 
 
+@never_raises
 def check_masked_attention(fn) -> bool:
     """Exercise 3: ``fn(q, k, v, mask)`` (mask True = may attend) must return ``(out, weights)``."""
     q, k, v = _qkv(4, (2, 5, 4), t_k=6)
     mask = torch.ones(2, 5, 6, dtype=torch.bool)
     mask[0, :, 4:] = False                  # the last two keys of the first sequence are padding
     mask[1] = torch.tril(torch.ones(5, 6, dtype=torch.bool), diagonal=1)
-    ok, got = _run(fn, q, k, v, mask)
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, q, k, v, mask)
     if not ok:
         return False
     if not (isinstance(got, tuple) and len(got) == 2):
-        _say("Return a pair (out, weights).", "请返回一个二元组 (out, weights)。")
-        return False
+        return fail("Return a pair (out, weights).", "请返回一个二元组 (out, weights)。")
     want_out, want_w = scaled_dot_product_attention(q, k, v, mask)
-    if not _close(got[1], want_w, "weights", "注意力权重"):
+    if not tensor_close(got[1], want_w, "weights", "注意力权重"):
         if isinstance(got[1], torch.Tensor) and got[1].shape == want_w.shape and \
                 (got[1].detach()[~mask] > 1e-6).any():
-            _say("Hint: masked keys (mask False) must get weight 0: fill their scores with -inf before the "
-                 "softmax.",
-                 "提示：被遮住的键（mask 为 False）权重必须是 0：在 softmax 之前把它们的分数填成 -inf。")
+            say("Hint: masked keys (mask False) must get weight 0: fill their scores with -inf before the "
+                "softmax.",
+                "提示：被遮住的键（mask 为 False）权重必须是 0：在 softmax 之前把它们的分数填成 -inf。")
         return False
-    if not _close(got[0], want_out, "out", "输出"):
+    if not tensor_close(got[0], want_out, "out", "输出"):
         return False
-    _say("✓ Correct: the masked keys get exactly zero weight.", "✓ 正确：被遮住的键权重恰好为 0。")
-    return True
+    return passed("Correct: the masked keys get exactly zero weight.", "正确：被遮住的键权重恰好为 0。")

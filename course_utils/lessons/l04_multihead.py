@@ -13,7 +13,8 @@ import torch
 
 from .. import i18n, viz
 from ..attention import MultiHeadAttention
-from .l03_attention import ROLES, SEEKS, SENTENCES, _close, _not_attempted, _run, _say, row_entropy
+from ..exercises import attempt, never_raises, passed, say, tensor_close
+from .l03_attention import ROLES, SEEKS, SENTENCES, row_entropy
 
 # ----------------------------------------------------------------------------------------------------
 # A hand-built multi-head attention: four heads, four different jobs
@@ -37,8 +38,7 @@ def sentence_features(lang: str | None = None):
     columns 4–5: the position as an angle, (cos pθ, sin pθ) — in the slice of head 2;
     columns 6–15: a small word-specific part.
     """
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    words = SENTENCES[code]
+    words = i18n.pick(SENTENCES, lang)
     g = torch.Generator().manual_seed(4)
     identity = {w: 0.3 * torch.randn(10, generator=g) for w, _ in sorted(set(words))}
     x = torch.zeros(1, len(words), D_MODEL)
@@ -99,23 +99,16 @@ def divisors(n: int) -> list[int]:
     return [h for h in range(1, n + 1) if n % h == 0]
 
 
-def _figure(figsize):
-    import matplotlib.pyplot as plt
-    fig = plt.figure(figsize=figsize, layout="constrained")
-    plt.close(fig)
-    return fig
-
-
 def plot_heads(weights, tokens, title: str | None = None, lang=None, max_cols: int = 4):
     """One heatmap per head of ``weights`` (h, T, T) or (1, h, T, T), ``max_cols`` per row, shared scale."""
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    code = viz.use_language(lang)
     w = viz.to_numpy(weights, "weights")
     if w.ndim == 4:
         w = w[0]
     h = w.shape[0]
     cols = min(h, max_cols)
     rows = math.ceil(h / cols)
-    fig = _figure((1.2 + 2.4 * cols, 0.8 + 2.3 * rows))
+    fig = viz.new_figure((1.2 + 2.4 * cols, 0.8 + 2.3 * rows))
     axes = fig.subplots(rows, cols, squeeze=False)
     for i, ax in enumerate(axes.flat):
         if i >= h:
@@ -154,7 +147,7 @@ def heads_widget_model(n_heads: int, seed: int = 0, gain: float = 3.0) -> MultiH
 
 
 def _render_heads(n_heads: int, lang=None):
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    code = viz.use_language(lang)
     tokens, x = sentence_features(code)
     mha = heads_widget_model(n_heads)
     with torch.no_grad():
@@ -201,48 +194,44 @@ def _reference_merge(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(b, t, h * d_k)
 
 
+@never_raises
 def check_split_heads(fn) -> bool:
     """Exercise 1: ``fn(x, n_heads)``: (B, T, d_model) → (B, h, T, d_k), head i = the columns of slice i."""
     x = torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8)
-    ok, got = _run(fn, x.clone(), 4)
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, x.clone(), 4)
     if not ok:
         return False
     want = _reference_split(x, 4)
-    if not _close(got, want, "split_heads", "split_heads"):
+    if not tensor_close(got, want, "split_heads", "split_heads"):
         if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, x.view(2, 4, 3, 2)):
-            _say("Hint: x.view(B, h, T, d_k) mixes positions into the heads. View as (B, T, h, d_k) first, "
-                 "then swap the T and h axes with .transpose(1, 2).",
-                 "提示：x.view(B, h, T, d_k) 会把不同位置的数据混进同一个头。应先 view 成 (B, T, h, d_k)，"
-                 "再用 .transpose(1, 2) 交换 T 和 h 两个维度。")
+            say("Hint: x.view(B, h, T, d_k) mixes positions into the heads. View as (B, T, h, d_k) first, "
+                "then swap the T and h axes with .transpose(1, 2).",
+                "提示：x.view(B, h, T, d_k) 会把不同位置的数据混进同一个头。应先 view 成 (B, T, h, d_k)，"
+                "再用 .transpose(1, 2) 交换 T 和 h 两个维度。")
         return False
-    _say("✓ Correct: head i holds columns i·d_k … (i+1)·d_k − 1 of every position.",
-         "✓ 正确：第 i 个头拿到的是每个位置的第 i·d_k 到 (i+1)·d_k − 1 列。")
-    return True
+    return passed("Correct: head i holds columns i·d_k … (i+1)·d_k − 1 of every position.",
+                  "正确：第 i 个头拿到的是每个位置的第 i·d_k 到 (i+1)·d_k − 1 列。")
 
 
+@never_raises
 def check_merge_heads(fn) -> bool:
     """Exercise 2: ``fn(x)`` must turn (B, h, T, d_k) back into (B, T, h·d_k), the inverse of split_heads."""
     x = torch.arange(2 * 4 * 3 * 2, dtype=torch.float32).reshape(2, 4, 3, 2)
-    ok, got = _run(fn, x.clone())
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, x.clone())
     if not ok:
         return False
     want = _reference_merge(x)
-    if not _close(got, want, "merge_heads", "merge_heads"):
+    if not tensor_close(got, want, "merge_heads", "merge_heads"):
         if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, x.reshape(2, 3, 8)):
-            _say("Hint: reshape without transposing first glues the wrong numbers together. Bring T next to "
-                 "B with .transpose(1, 2), then .reshape(B, T, h * d_k).",
-                 "提示：不先转置就 reshape，会把错误的数字拼在一起。先用 .transpose(1, 2) 把 T 换到 B 旁边，"
-                 "再 .reshape(B, T, h * d_k)。")
+            say("Hint: reshape without transposing first glues the wrong numbers together. Bring T next to "
+                "B with .transpose(1, 2), then .reshape(B, T, h * d_k).",
+                "提示：不先转置就 reshape，会把错误的数字拼在一起。先用 .transpose(1, 2) 把 T 换到 B 旁边，"
+                "再 .reshape(B, T, h * d_k)。")
         return False
-    _say("✓ Correct: merge_heads(split_heads(x)) gives x back.",
-         "✓ 正确：merge_heads(split_heads(x)) 还原出 x。")
-    return True
+    return passed("Correct: merge_heads(split_heads(x)) gives x back.", "正确：merge_heads(split_heads(x)) 还原出 x。")
 
 
+@never_raises
 def check_mha_forward(fn) -> bool:
     """Exercise 3: ``fn(x, mha)`` must compute ``mha(x)`` from ``mha``'s weights (self-attention, no mask)."""
     with torch.random.fork_rng(devices=[]):         # leave the notebook's random state alone
@@ -252,16 +241,13 @@ def check_mha_forward(fn) -> bool:
             mha.qkv_proj.bias.normal_()             # non-zero biases: forgetting them is caught
             mha.out_proj.bias.normal_()
         x = torch.randn(2, 5, 8)
-    ok, got = _run(fn, x.clone(), mha)
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, x.clone(), mha)
     if not ok:
         return False
     with torch.no_grad():
         want = mha(x)
-    if not _close(got, want, "multi-head attention", "多头注意力"):
+    if not tensor_close(got, want, "multi-head attention", "多头注意力"):
         return False
-    _say("✓ Correct: your multi-head attention equals course_utils.MultiHeadAttention.",
-         "✓ 正确：你的多头注意力与 course_utils.MultiHeadAttention 的结果一致。")
-    return True
+    return passed("Correct: your multi-head attention equals course_utils.MultiHeadAttention.",
+                  "正确：你的多头注意力与 course_utils.MultiHeadAttention 的结果一致。")
 

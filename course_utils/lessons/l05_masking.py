@@ -14,8 +14,9 @@ from __future__ import annotations
 import ipywidgets as widgets
 import torch
 
-from .. import i18n, masks
+from .. import i18n, masks, viz
 from ..attention import scaled_dot_product_attention
+from ..exercises import attempt, fail, is_mask, is_tensor, never_raises, passed
 from ..widgets import LessonWidget, dropdown
 
 PRESETS = ("none", "causal", "padding", "causal_padding", "custom")
@@ -140,11 +141,11 @@ def build_mask_widget(t: int = 6, n_pad: int = 2, preset: str = "causal", seed: 
                 tooltip=f"{i18n.tr('query', lang)} {i}, {i18n.tr('key', lang)} {j}")
 
     def render(preset, **cells):
-        import matplotlib.pyplot as plt
-
+        viz.use_language(lang)
         keep = torch.tensor([[cells[_cell(i, j)] for j in range(t)] for i in range(t)])
         weights = masked_weights(keep, q, k, v)
-        fig, (ax_m, ax_w) = plt.subplots(1, 2, figsize=(8.5, 3.8), layout="constrained")
+        fig = viz.new_figure((8.5, 3.8))
+        ax_m, ax_w = fig.subplots(1, 2)
         ax_m.imshow(keep.float().numpy(), cmap="Greys", vmin=0, vmax=1.6, interpolation="nearest")
         ax_m.set_title(i18n.pick({"en": "Mask (1 = may attend)", "zh": "掩码（1 = 可以关注）"}, lang))
         im = ax_w.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
@@ -176,36 +177,6 @@ def _preset_label(name: str, n_pad: int, lang: str) -> str:
 
 # ------------------------------------------------------------------------------------------- exercises
 
-_NOT_ATTEMPTED = {"en": "Not attempted yet: replace `raise NotImplementedError` with your code, then "
-                        "run this cell again.",
-                  "zh": "还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。"}
-
-
-def _say(en: str, zh: str) -> None:
-    print(i18n.pick({"en": en, "zh": zh}))
-
-
-def _run(fn, *args):
-    """Call the student's function: ``(True, result)``, or ``(False, None)`` after saying what failed."""
-    try:
-        return True, fn(*args)
-    except NotImplementedError:
-        print(i18n.pick(_NOT_ATTEMPTED))
-    except Exception as err:  # a student's bug: explain, never crash the notebook
-        _say(f"✗ Your function raised {type(err).__name__}: {err}",
-             f"✗ 你的函数抛出了 {type(err).__name__}：{err}")
-    return False, None
-
-
-def _is_bool_tensor(x, what: str) -> bool:
-    if not isinstance(x, torch.Tensor) or x.dtype != torch.bool:
-        got = type(x).__name__ if not isinstance(x, torch.Tensor) else x.dtype
-        _say(f"✗ {what} should be a bool tensor (True = may attend), got {got}.",
-             f"✗ {what} 应该是布尔张量（True = 可以关注），实际得到 {got}。")
-        return False
-    return True
-
-
 def _check_ids() -> torch.Tensor:
     g = torch.Generator().manual_seed(5)
     ids = torch.randint(1, 50, (3, 7), generator=g)
@@ -214,32 +185,29 @@ def _check_ids() -> torch.Tensor:
     return ids
 
 
+@never_raises
 def check_decoder_mask(fn) -> bool:
     """Exercise 1: ``fn(ids, pad_id)`` -> ``(B, 1, T, T)`` bool, padding AND causal."""
     ids = _check_ids()
-    ok, got = _run(fn, ids, 0)
-    if not ok or not _is_bool_tensor(got, "mask"):
+    ok, got = attempt(fn, ids, 0)
+    if not ok or not is_mask(got):
         return False
     b, t = ids.shape
     want = masks.combine_masks(masks.padding_mask(ids, 0), masks.causal_mask(t))
     if tuple(got.shape) != (b, 1, t, t):
-        _say(f"✗ Expected shape (B, 1, T, T) = {(b, 1, t, t)}, got {tuple(got.shape)}: keep a size-1 head "
-             "dimension so that it broadcasts over the heads.",
-             f"✗ 形状应为 (B, 1, T, T) = {(b, 1, t, t)}，实际是 {tuple(got.shape)}："
-             "保留大小为 1 的注意力头维度，这样才能对所有注意力头广播。")
-        return False
+        return fail(f"Expected shape (B, 1, T, T) = {(b, 1, t, t)}, got {tuple(got.shape)}: keep a size-1 head "
+                    "dimension so that it broadcasts over the heads.",
+                    f"形状应为 (B, 1, T, T) = {(b, 1, t, t)}，实际是 {tuple(got.shape)}："
+                    "保留大小为 1 的注意力头维度，这样才能对所有注意力头广播。")
     if torch.equal(got, ~want):
-        _say("✗ Your mask is inverted: in this course True means 'may attend' "
-             "(nn.MultiheadAttention uses the opposite).",
-             "✗ 掩码正好反了：本课程中 True 表示“可以关注”（nn.MultiheadAttention 的约定相反）。")
-        return False
+        return fail("Your mask is inverted: in this course True means 'may attend' "
+                    "(nn.MultiheadAttention uses the opposite).",
+                    "掩码正好反了：本课程中 True 表示“可以关注”（nn.MultiheadAttention 的约定相反）。")
     if not torch.equal(got, want):
         i, q, j = [int(x) for x in (got != want).nonzero()[0][[0, 2, 3]]]
-        _say(f"✗ Wrong cell: sequence {i}, query {q}, key {j} should be {bool(want[i, 0, q, j])}.",
-             f"✗ 有格子不对：第 {i} 个序列、查询 {q}、键 {j} 应为 {bool(want[i, 0, q, j])}。")
-        return False
-    _say("✓ Correct: padding keys and future keys are both hidden.", "✓ 正确：填充的键和未来的键都被遮住了。")
-    return True
+        return fail(f"Wrong cell: sequence {i}, query {q}, key {j} should be {bool(want[i, 0, q, j])}.",
+                    f"有格子不对：第 {i} 个序列、查询 {q}、键 {j} 应为 {bool(want[i, 0, q, j])}。")
+    return passed("Correct: padding keys and future keys are both hidden.", "正确：填充的键和未来的键都被遮住了。")
 
 
 def reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -249,6 +217,7 @@ def reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.
     return weights.masked_fill(~has_key, 0.0)
 
 
+@never_raises
 def check_masked_softmax(fn) -> bool:
     """Exercise 2: ``fn(scores, keep)`` is the masked softmax, with zero rows (no NaN) where all is hidden."""
     g = torch.Generator().manual_seed(7)
@@ -257,39 +226,29 @@ def check_masked_softmax(fn) -> bool:
     keep[0, 0, 1] = False                      # a fully masked row
     keep[1, 2, 3] = False                      # and another
     keep[1, 0, 0] = True                       # a row that keeps everything
-    ok, got = _run(fn, scores, keep)
-    if not ok:
-        return False
-    if not isinstance(got, torch.Tensor) or got.shape != scores.shape:
-        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-        _say(f"✗ Expected a tensor of shape {tuple(scores.shape)}, got {shape}.",
-             f"✗ 应返回形状为 {tuple(scores.shape)} 的张量，实际得到 {shape}。")
+    ok, got = attempt(fn, scores, keep)
+    if not ok or not is_tensor(got, scores.shape, "weights", "注意力权重"):
         return False
     if torch.isnan(got).any():
-        _say("✗ There are NaNs: a row whose keys are all masked is softmax over only −inf = 0/0. "
-             "Give such rows zero weights.",
-             "✗ 出现了 NaN：所有键都被遮住的行相当于只对 −inf 做 softmax，即 0/0。"
-             "请让这样的行权重全为 0。")
-        return False
+        return fail("There are NaNs: a row whose keys are all masked is softmax over only −inf = 0/0. "
+                    "Give such rows zero weights.",
+                    "出现了 NaN：所有键都被遮住的行相当于只对 −inf 做 softmax，即 0/0。"
+                    "请让这样的行权重全为 0。")
     want = reference_masked_softmax(scores.detach(), keep)
     if not torch.allclose(got.detach(), want, atol=1e-6):
         if got.detach()[~keep].abs().max() > 1e-6:
-            _say("✗ Masked keys still get some weight: fill them with −inf before the softmax.",
-                 "✗ 被遮住的键仍然分到了权重：在 softmax 之前用 −inf 填充它们。")
-        else:
-            _say("✗ The values differ from the masked softmax (each kept row should sum to 1).",
-                 "✗ 数值与带掩码的 softmax 不一致（每个未被完全遮住的行之和应为 1）。")
-        return False
+            return fail("Masked keys still get some weight: fill them with −inf before the softmax.",
+                        "被遮住的键仍然分到了权重：在 softmax 之前用 −inf 填充它们。")
+        return fail("The values differ from the masked softmax (each kept row should sum to 1).",
+                    "数值与带掩码的 softmax 不一致（每个未被完全遮住的行之和应为 1）。")
     if got.requires_grad:
         (got * torch.linspace(-1, 1, got.shape[-1])).sum().backward()
         if scores.grad is not None and not torch.isfinite(scores.grad).all():
-            _say("✗ The values are right but the gradient has NaNs: mask the result with torch.where / "
-                 "masked_fill rather than dividing by zero.",
-                 "✗ 数值正确，但梯度里有 NaN：请用 torch.where / masked_fill 处理结果，而不要除以零。")
-            return False
-    _say("✓ Correct: masked keys get 0, empty rows are all zeros, no NaN.",
-         "✓ 正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN。")
-    return True
+            return fail("The values are right but the gradient has NaNs: mask the result with torch.where / "
+                        "masked_fill rather than dividing by zero.",
+                        "数值正确，但梯度里有 NaN：请用 torch.where / masked_fill 处理结果，而不要除以零。")
+    return passed("Correct: masked keys get 0, empty rows are all zeros, no NaN.",
+                  "正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN。")
 
 
 def reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
@@ -299,27 +258,22 @@ def reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
     return (j <= i) & (j > i - window)
 
 
+@never_raises
 def check_sliding_window_mask(fn) -> bool:
     """Exercise 3: ``fn(T, window)`` -> ``(T, T)`` causal mask limited to the last ``window`` positions."""
     for t, window in ((6, 3), (5, 1), (4, 10), (7, 2)):
-        ok, got = _run(fn, t, window)
-        if not ok or not _is_bool_tensor(got, "mask"):
+        ok, got = attempt(fn, t, window)
+        if not ok or not is_mask(got, (t, t)):
             return False
         want = reference_sliding_window_mask(t, window)
-        if tuple(got.shape) != (t, t):
-            _say(f"✗ For T={t} the mask should be ({t}, {t}), got {tuple(got.shape)}.",
-                 f"✗ T={t} 时掩码形状应为 ({t}, {t})，实际是 {tuple(got.shape)}。")
-            return False
         if not torch.equal(got, want):
             counts = got.sum(-1).tolist()
-            _say(f"✗ T={t}, window={window}: each query should see min(i + 1, window) keys "
-                 f"{want.sum(-1).tolist()}, yours sees {counts}.",
-                 f"✗ T={t}、window={window}：第 i 个查询应看到 min(i + 1, window) 个键 "
-                 f"{want.sum(-1).tolist()}，你的掩码是 {counts}。")
-            return False
-    _say("✓ Correct: every query sees itself and the window − 1 tokens before it.",
-         "✓ 正确：每个查询只看到自己和它之前的 window − 1 个词元。")
-    return True
+            return fail(f"T={t}, window={window}: each query should see min(i + 1, window) keys "
+                        f"{want.sum(-1).tolist()}, yours sees {counts}.",
+                        f"T={t}、window={window}：第 i 个查询应看到 min(i + 1, window) 个键 "
+                        f"{want.sum(-1).tolist()}，你的掩码是 {counts}。")
+    return passed("Correct: every query sees itself and the window − 1 tokens before it.",
+                  "正确：每个查询只看到自己和它之前的 window − 1 个词元。")
 
 
 __all__ = ["PRESETS", "preset_mask", "demo_qkv", "masked_weights", "MaskGridWidget", "build_mask_widget",

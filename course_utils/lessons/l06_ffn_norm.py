@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import i18n
+from .. import i18n, viz
+from ..exercises import attempt, fail, is_tensor, never_raises, passed
 from ..layers import PositionwiseFeedForward, Residual
 from ..widgets import LessonWidget, slider
 
@@ -59,13 +60,13 @@ def build_layernorm_widget(d: int = 512, seed: int = 0) -> LessonWidget:
     }
 
     def render(gamma, beta, log10_eps, log10_std):
-        import matplotlib.pyplot as plt
-
+        viz.use_language(lang)
         eps = 10.0 ** log10_eps
         x = 3.0 + (10.0 ** log10_std) * base          # an offset and a spread: LayerNorm removes both
         stats = layer_norm_stats(x, gamma, beta, eps)
         y = stats["y"]
-        fig, (ax_x, ax_y) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+        fig = viz.new_figure((9, 3.4))
+        ax_x, ax_y = fig.subplots(1, 2)
         ax_x.hist(x.numpy(), bins=40, color="tab:blue", alpha=0.85)
         ax_y.hist(y.numpy(), bins=40, color="tab:orange", alpha=0.85)
         ax_y.set_xlim(-8, 8)                          # fixed, so that γ and β visibly stretch and move it
@@ -91,36 +92,7 @@ def build_layernorm_widget(d: int = 512, seed: int = 0) -> LessonWidget:
 
 # ------------------------------------------------------------------------------------------------ exercises
 
-_NOT_ATTEMPTED = {"en": "Not attempted yet: replace `raise NotImplementedError` with your code, then "
-                        "run this cell again.",
-                  "zh": "还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。"}
-
-
-def _say(en: str, zh: str) -> None:
-    print(i18n.pick({"en": en, "zh": zh}))
-
-
-def _run(fn, *args):
-    """Call the student's function: ``(True, result)``, or ``(False, None)`` after saying what failed."""
-    try:
-        return True, fn(*args)
-    except NotImplementedError:
-        print(i18n.pick(_NOT_ATTEMPTED))
-    except Exception as err:  # a student's bug: explain, never crash the notebook
-        _say(f"✗ Your function raised {type(err).__name__}: {err}",
-             f"✗ 你的函数抛出了 {type(err).__name__}：{err}")
-    return False, None
-
-
-def _same_shape(got, want: torch.Tensor) -> bool:
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-        _say(f"✗ Expected a tensor of shape {tuple(want.shape)}, got {shape}.",
-             f"✗ 应返回形状为 {tuple(want.shape)} 的张量，实际得到 {shape}。")
-        return False
-    return True
-
-
+@never_raises
 def check_ffn(fn) -> bool:
     """Exercise 1: ``fn(x, w1, b1, w2, b2)`` = GELU(x W₁ + b₁) W₂ + b₂, W₁ of shape (d_model, d_ff)."""
     g = torch.Generator().manual_seed(11)
@@ -132,25 +104,21 @@ def check_ffn(fn) -> bool:
     x = torch.randn(2, 5, d_model, generator=g, dtype=torch.float64)
     w1, b1 = ref.linear1.weight.detach().T, ref.linear1.bias.detach()       # (d_model, d_ff), (d_ff,)
     w2, b2 = ref.linear2.weight.detach().T, ref.linear2.bias.detach()       # (d_ff, d_model), (d_model,)
-    ok, got = _run(fn, x, w1, b1, w2, b2)
-    if not ok:
-        return False
     with torch.no_grad():
         want = ref(x)
-    if not _same_shape(got, want):
+    ok, got = attempt(fn, x, w1, b1, w2, b2)
+    if not ok or not is_tensor(got, want.shape):
         return False
     if torch.allclose(got, want, atol=1e-10, rtol=0):
-        _say("✓ Correct: the same numbers as course_utils.PositionwiseFeedForward(activation='gelu').",
-             "✓ 正确：与 course_utils.PositionwiseFeedForward(activation='gelu') 的结果一致。")
-        return True
+        return passed("Correct: the same numbers as course_utils.PositionwiseFeedForward(activation='gelu').",
+                      "正确：与 course_utils.PositionwiseFeedForward(activation='gelu') 的结果一致。")
     relu = F.relu(x @ w1 + b1) @ w2 + b2
     if torch.allclose(got, relu, atol=1e-10, rtol=0):
-        _say("✗ That is the ReLU version: this exercise asks for GELU (F.gelu).",
-             "✗ 这是 ReLU 版本：本题要求使用 GELU（F.gelu）。")
-    else:
-        _say(f"✗ Max difference {float((got - want).abs().max()):.3g}: compute act(x @ W1 + b1) @ W2 + b2.",
-             f"✗ 最大差异为 {float((got - want).abs().max()):.3g}：应计算 act(x @ W1 + b1) @ W2 + b2。")
-    return False
+        return fail("That is the ReLU version: this exercise asks for GELU (F.gelu).",
+                    "这是 ReLU 版本：本题要求使用 GELU（F.gelu）。")
+    err = float((got - want).abs().max())
+    return fail(f"Max difference {err:.3g}: compute act(x @ W1 + b1) @ W2 + b2.",
+                f"最大差异为 {err:.3g}：应计算 act(x @ W1 + b1) @ W2 + b2。")
 
 
 def seed_deck_layer_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -169,6 +137,7 @@ def _layer_norm_inputs() -> list[tuple[str, torch.Tensor]]:
     ]
 
 
+@never_raises
 def check_layer_norm(fn) -> bool:
     """Exercise 2: ``fn(x, gamma, beta, eps)`` equals ``nn.LayerNorm`` in float64 within 1e-10."""
     g = torch.Generator().manual_seed(17)
@@ -179,26 +148,23 @@ def check_layer_norm(fn) -> bool:
         ref.bias.copy_(0.2 * torch.randn(d, generator=g, dtype=torch.float64))
     gamma, beta = ref.weight.detach(), ref.bias.detach()
     for name, x in _layer_norm_inputs():
-        ok, got = _run(fn, x, gamma, beta, 1e-5)
-        if not ok:
-            return False
         with torch.no_grad():
             want = ref(x)
-        if not _same_shape(got, want):
+        ok, got = attempt(fn, x, gamma, beta, 1e-5)
+        if not ok or not is_tensor(got, want.shape):
             return False
         err = float((got - want).abs().max())
         if err > 1e-10:
             zh_name = {"realistic": "普通输入", "small variance": "方差很小的输入"}[name]
-            _say(f"✗ On the {name} input the max difference from nn.LayerNorm is {err:.3g}. Check: mean over "
-                 "the last dimension, biased variance (divide by d), ε inside the square root.",
-                 f"✗ 在{zh_name}上与 nn.LayerNorm 的最大差异为 {err:.3g}。请检查：沿最后一个维度求均值；"
-                 "方差是有偏的（除以 d）；ε 放在根号里面。")
-            return False
-    _say("✓ Correct: equal to nn.LayerNorm within 1e-10 in float64, also when the variance is tiny.",
-         "✓ 正确：在 float64 下与 nn.LayerNorm 相差不超过 1e-10，方差很小时也一样。")
-    return True
+            return fail(f"On the {name} input the max difference from nn.LayerNorm is {err:.3g}. Check: mean over "
+                        "the last dimension, biased variance (divide by d), ε inside the square root.",
+                        f"在{zh_name}上与 nn.LayerNorm 的最大差异为 {err:.3g}。请检查：沿最后一个维度求均值；"
+                        "方差是有偏的（除以 d）；ε 放在根号里面。")
+    return passed("Correct: equal to nn.LayerNorm within 1e-10 in float64, also when the variance is tiny.",
+                  "正确：在 float64 下与 nn.LayerNorm 相差不超过 1e-10，方差很小时也一样。")
 
 
+@never_raises
 def check_pre_norm(fn) -> bool:
     """Exercise 3: ``fn(x, sublayer, norm)`` = x + sublayer(norm(x)) (pre-norm residual, no dropout)."""
     g = torch.Generator().manual_seed(19)
@@ -209,25 +175,20 @@ def check_pre_norm(fn) -> bool:
         ref.norm.bias.copy_(0.5 * torch.randn(d, generator=g, dtype=torch.float64))
     ffn = PositionwiseFeedForward(d, 4 * d).double()
     x = 2.0 * torch.randn(2, 3, d, generator=g, dtype=torch.float64) + 1.0
-    ok, got = _run(fn, x, ffn, ref.norm)
-    if not ok:
-        return False
     with torch.no_grad():
         want = ref(x, ffn)
         post = ref.norm(x + ffn(x))
-    if not _same_shape(got, want):
+    ok, got = attempt(fn, x, ffn, ref.norm)
+    if not ok or not is_tensor(got, want.shape):
         return False
     if torch.allclose(got, want, atol=1e-10, rtol=0):
-        _say("✓ Correct: x + Sublayer(LayerNorm(x)), the same as course_utils.Residual(norm_first=True).",
-             "✓ 正确：x + Sublayer(LayerNorm(x))，与 course_utils.Residual(norm_first=True) 一致。")
-        return True
+        return passed("Correct: x + Sublayer(LayerNorm(x)), the same as course_utils.Residual(norm_first=True).",
+                      "正确：x + Sublayer(LayerNorm(x))，与 course_utils.Residual(norm_first=True) 一致。")
     if torch.allclose(got, post, atol=1e-10, rtol=0):
-        _say("✗ That is post-norm, LayerNorm(x + Sublayer(x)): normalise the sublayer's *input* instead.",
-             "✗ 这是后置归一化 LayerNorm(x + Sublayer(x))：应该对子层的输入做归一化。")
-    else:
-        _say("✗ Not x + sublayer(norm(x)): the residual path must carry x itself, unnormalised.",
-             "✗ 结果不是 x + sublayer(norm(x))：残差路径上传递的应是未经归一化的 x 本身。")
-    return False
+        return fail("That is post-norm, LayerNorm(x + Sublayer(x)): normalise the sublayer's *input* instead.",
+                    "这是后置归一化 LayerNorm(x + Sublayer(x))：应该对子层的输入做归一化。")
+    return fail("Not x + sublayer(norm(x)): the residual path must carry x itself, unnormalised.",
+                "结果不是 x + sublayer(norm(x))：残差路径上传递的应是未经归一化的 x 本身。")
 
 
 __all__ = ["demo_vector", "layer_norm_stats", "build_layernorm_widget", "check_ffn", "seed_deck_layer_norm",

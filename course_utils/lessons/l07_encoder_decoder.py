@@ -20,6 +20,7 @@ from torch import nn
 
 from .. import i18n, viz
 from ..attention import record_attention
+from ..exercises import attempt, fail, is_mask, is_tensor, never_raises, passed
 from ..masks import padding_mask
 from ..validation import check_divisible
 
@@ -265,7 +266,7 @@ def demo_sentence_pair(lang: str | None = None) -> tuple[list[str], list[str]]:
 def plot_cross_attention(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, src_tokens, tgt_tokens,
                          lang: str | None = None):
     """Cross-attention weights of every decoder layer (rows) and head (columns) for batch item 0."""
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    code = viz.use_language(lang)
     with torch.no_grad(), record_attention(model.decoder):
         model(src, tgt_in)
     cross = [layer.cross_attn for layer in model.decoder.layers]
@@ -283,29 +284,21 @@ WIDGET_SHAPE = {"batch": 2, "src_len": 7, "tgt_len": 5}
 HEAD_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 
 
-def _figure(figsize):
-    import matplotlib.pyplot as plt
-    fig = plt.figure(figsize=figsize, layout="constrained")
-    plt.close(fig)  # the caller (or the widget) displays it once; pyplot keeps no copy
-    return fig
-
-
 def _render_size(n_layers: int, n_heads: int, d_model: int, share: bool, lang: str | None = None):
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
+    code = viz.use_language(lang)
     if d_model % n_heads:
         raise ValueError(i18n.pick({
             "en": f"d_model={d_model} is not divisible by n_heads={n_heads}: every head gets d_model / h "
                   "dimensions, so choose another number of heads",
             "zh": f"d_model={d_model} 不能被 n_heads={n_heads} 整除：每个注意力头分到 d_model / h 维，"
                   "请换一个注意力头数"}, code))
-    viz.setup_fonts(code)
     d_ff = 4 * d_model
     counts = parameter_breakdown(d_model, n_heads, n_layers, d_ff, WIDGET_VOCAB, WIDGET_VOCAB,
                                  share_embeddings=share, tie_output=share)
     total = sum(counts.values())
     shapes = shape_table(WIDGET_SHAPE["batch"], WIDGET_SHAPE["src_len"], WIDGET_SHAPE["tgt_len"], d_model,
                          n_heads, WIDGET_VOCAB)
-    fig = _figure((12, 4.4))
+    fig = viz.new_figure((12, 4.4))
     ax_bar, ax_tab = fig.subplots(1, 2, width_ratios=[1.15, 1])
     labels = [i18n.pick(COMPONENT_LABELS[c], code) for c in COMPONENTS]
     values = [counts[c] / 1e6 for c in COMPONENTS]
@@ -366,29 +359,6 @@ def build_size_widget(n_layers: int = 6, n_heads: int = 8, d_model: int = 512, s
 # Exercise checks: print a verdict, return True / False, never raise
 # ------------------------------------------------------------------------------------------------------------
 
-def _say(en: str, zh: str) -> None:
-    print(i18n.pick({"en": en, "zh": zh}))
-
-
-def _not_attempted() -> bool:
-    _say("⏳ Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell "
-         "again.",
-         "⏳ 还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。")
-    return False
-
-
-def _run(fn, *args):
-    """(ok, result): ok is None when the student has not started (NotImplementedError), False on a crash."""
-    try:
-        return True, fn(*args)
-    except NotImplementedError:
-        return None, None
-    except Exception as err:  # noqa: BLE001 - any bug of the student's code is reported, never raised
-        _say(f"✗ Your function raised {type(err).__name__}: {err}",
-             f"✗ 你的函数抛出了 {type(err).__name__}：{err}")
-        return False, None
-
-
 def _decoder_case(seed: int = 7, norm_first: bool = True):
     """A dropout-free DecoderLayer, target states, memory and a source padding mask with padding."""
     from ..layers import DecoderLayer
@@ -427,57 +397,49 @@ def _pre_norm_variants(layer, y, memory, mask) -> dict[str, torch.Tensor]:
             "post_norm": layer.res3.norm(post + layer.ffn(post))}
 
 
+@never_raises
 def check_decoder_layer(fn) -> bool:
     """Exercise 1: ``fn(layer, y, memory, memory_mask)`` must compute the *pre-norm* decoder layer."""
     layer, y, memory, mask = _decoder_case()
     with torch.no_grad():
-        ok, got = _run(fn, layer, y, memory, mask)
-        if ok is None:
-            return _not_attempted()
+        ok, got = attempt(fn, layer, y, memory, mask)
         if not ok:
             return False
         want = layer(y, memory, None, mask)
         wrong = _pre_norm_variants(layer, y, memory, mask)
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-        _say(f"✗ Expected a tensor of shape {tuple(want.shape)} (B, T, C), got {shape}.",
-             f"✗ 应返回形状为 {tuple(want.shape)}（B, T, C）的张量，实际得到 {shape}。")
+    if not is_tensor(got, want.shape, "output (B, T, C)", "输出 (B, T, C)"):
         return False
     got = got.detach()
     if torch.allclose(got, want, atol=1e-5):
-        _say("✓ Correct: three sublayers, each one reads the stream the previous one wrote.",
-             "✓ 正确：三个子层，每一个都读取上一个子层更新后的残差流。")
-        return True
+        return passed("Correct: three sublayers, each one reads the stream the previous one wrote.",
+                      "正确：三个子层，每一个都读取上一个子层更新后的残差流。")
     if torch.allclose(got, wrong["stale"], atol=1e-5):
-        _say("✗ That is the stale residual: the cross-attention sublayer must add to the stream written by "
-             "the self-attention sublayer, not to the layer's input y.",
-             "✗ 这正是“过期残差”的错误：交叉注意力子层的结果要加到自注意力子层更新后的残差流上，"
-             "而不是整层的输入 y 上。")
-    elif torch.allclose(got, wrong["unmasked"], atol=1e-5):
-        _say("✗ The source padding is not masked: pass memory_mask to the cross-attention.",
-             "✗ 没有遮住源序列的填充：要把 memory_mask 传给交叉注意力。")
-    elif torch.allclose(got, wrong["post_norm"], atol=1e-5):
-        _say("✗ That is the post-norm layer of the lesson. Pre-norm normalises the sublayer's *input*: "
-             "x + Sublayer(LayerNorm(x)).",
-             "✗ 这是正文里的后置归一化版本。前置归一化是对子层的**输入**做归一化："
-             "x + Sublayer(LayerNorm(x))。")
-    else:
-        err = float((got - want).abs().max())
-        _say(f"✗ Wrong values (largest difference {err:.3g}). Check the causal self-attention "
-             "(is_causal=True), the order of the sublayers and x + Sublayer(LayerNorm(x)).",
-             f"✗ 数值不对（最大差值 {err:.3g}）。检查自注意力是否因果（is_causal=True）、子层的顺序，"
-             "以及 x + Sublayer(LayerNorm(x)) 的写法。")
-    return False
+        return fail("That is the stale residual: the cross-attention sublayer must add to the stream written by "
+                    "the self-attention sublayer, not to the layer's input y.",
+                    "这正是“过期残差”的错误：交叉注意力子层的结果要加到自注意力子层更新后的残差流上，"
+                    "而不是整层的输入 y 上。")
+    if torch.allclose(got, wrong["unmasked"], atol=1e-5):
+        return fail("The source padding is not masked: pass memory_mask to the cross-attention.",
+                    "没有遮住源序列的填充：要把 memory_mask 传给交叉注意力。")
+    if torch.allclose(got, wrong["post_norm"], atol=1e-5):
+        return fail("That is the post-norm layer of the lesson. Pre-norm normalises the sublayer's *input*: "
+                    "x + Sublayer(LayerNorm(x)).",
+                    "这是正文里的后置归一化版本。前置归一化是对子层的**输入**做归一化："
+                    "x + Sublayer(LayerNorm(x))。")
+    err = float((got - want).abs().max())
+    return fail(f"Wrong values (largest difference {err:.3g}). Check the causal self-attention "
+                "(is_causal=True), the order of the sublayers and x + Sublayer(LayerNorm(x)).",
+                f"数值不对（最大差值 {err:.3g}）。检查自注意力是否因果（is_causal=True）、子层的顺序，"
+                "以及 x + Sublayer(LayerNorm(x)) 的写法。")
 
 
+@never_raises
 def check_decoder_layer_params(fn) -> bool:
     """Exercise 2: ``fn(d_model, d_ff)`` must return the number of parameters of one ``DecoderLayer``."""
     from ..layers import DecoderLayer
 
     for d_model, d_ff in ((8, 16), (64, 256), (512, 2048)):
-        ok, got = _run(fn, d_model, d_ff)
-        if ok is None:
-            return _not_attempted()
+        ok, got = attempt(fn, d_model, d_ff)
         if not ok:
             return False
         with torch.device("meta"):
@@ -491,44 +453,32 @@ def check_decoder_layer_params(fn) -> bool:
             elif got == want - 3 * norm_params(d_model):
                 hint_en = " Don't forget the three LayerNorms (γ and β each)."
                 hint_zh = "别忘了三个层归一化（各有 γ 和 β）。"
-            _say(f"✗ For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
-                 f"✗ d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
-            return False
-    _say("✓ Correct: 8·d² + 2·d·d_ff + d_ff + 15·d. With d_ff = 4·d, attention and FFN hold about half each.",
-         "✓ 正确：8·d² + 2·d·d_ff + d_ff + 15·d。当 d_ff = 4·d 时，注意力和前馈网络大约各占一半。")
-    return True
+            return fail(f"For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
+                        f"d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
+    return passed("Correct: 8·d² + 2·d·d_ff + d_ff + 15·d. With d_ff = 4·d, attention and FFN hold about half each.",
+                  "正确：8·d² + 2·d·d_ff + d_ff + 15·d。当 d_ff = 4·d 时，注意力和前馈网络大约各占一半。")
 
 
+@never_raises
 def check_cross_attention_mask(fn) -> bool:
     """Exercise 3: ``fn(src, pad_id)`` must return the (B, 1, 1, S) keep-mask of the source padding."""
     src = torch.tensor([[5, 6, 7, 1, 1], [8, 9, 1, 1, 1], [2, 3, 4, 5, 6]])
-    ok, got = _run(fn, src, 1)
-    if ok is None:
-        return _not_attempted()
-    if not ok:
+    ok, got = attempt(fn, src, 1)
+    if not ok or not is_mask(got):
         return False
     want = padding_mask(src, 1)
-    if not isinstance(got, torch.Tensor) or got.dtype != torch.bool:
-        what = got.dtype if isinstance(got, torch.Tensor) else type(got).__name__
-        _say(f"✗ Return a bool tensor (True = may attend), got {what}.",
-             f"✗ 应返回布尔张量（True = 可以关注），实际得到 {what}。")
-        return False
     if got.shape != want.shape:
-        _say(f"✗ Expected shape (B, 1, 1, S) = {tuple(want.shape)}, got {tuple(got.shape)}: the two size-1 "
-             "dimensions broadcast over the heads and over the decoder's queries.",
-             f"✗ 形状应为 (B, 1, 1, S) = {tuple(want.shape)}，实际是 {tuple(got.shape)}："
-             "两个大小为 1 的维度分别对注意力头和解码器的查询广播。")
-        return False
+        return fail(f"Expected shape (B, 1, 1, S) = {tuple(want.shape)}, got {tuple(got.shape)}: the two size-1 "
+                    "dimensions broadcast over the heads and over the decoder's queries.",
+                    f"形状应为 (B, 1, 1, S) = {tuple(want.shape)}，实际是 {tuple(got.shape)}："
+                    "两个大小为 1 的维度分别对注意力头和解码器的查询广播。")
     if torch.equal(got, ~want):
-        _say("✗ Inverted: in this course True means 'may attend' (nn.MultiheadAttention's key_padding_mask "
-             "is the opposite).",
-             "✗ 正好反了：本课程中 True 表示“可以关注”"
-             "（nn.MultiheadAttention 的 key_padding_mask 约定相反）。")
-        return False
+        return fail("Inverted: in this course True means 'may attend' (nn.MultiheadAttention's key_padding_mask "
+                    "is the opposite).",
+                    "正好反了：本课程中 True 表示“可以关注”"
+                    "（nn.MultiheadAttention 的 key_padding_mask 约定相反）。")
     if not torch.equal(got, want):
-        _say("✗ Some positions are wrong: a key is hidden exactly when its source token is pad_id.",
-             "✗ 有些位置不对：当且仅当源序列词元是 pad_id 时，这个键才被遮住。")
-        return False
-    _say("✓ Correct: every decoder query ignores the source padding.",
-         "✓ 正确：解码器的每个查询都看不到源序列的填充。")
-    return True
+        return fail("Some positions are wrong: a key is hidden exactly when its source token is pad_id.",
+                    "有些位置不对：当且仅当源序列词元是 pad_id 时，这个键才被遮住。")
+    return passed("Correct: every decoder query ignores the source padding.",
+                  "正确：解码器的每个查询都看不到源序列的填充。")

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import i18n, viz
+from ..exercises import attempt, fail, is_tensor, never_raises, passed
 from ..losses import cross_entropy
 
 # ------------------------------------------------------------------------------------------------------------
@@ -26,24 +27,11 @@ from ..losses import cross_entropy
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _lang(lang):
-    code = i18n.current_language() if lang is None else i18n.normalize_language(lang)
-    viz.setup_fonts(code)
-    return code
-
-
-def _figure(figsize):
-    import matplotlib.pyplot as plt
-    fig = plt.figure(figsize=figsize, layout="constrained")
-    plt.close(fig)  # the caller (or the widget) displays it once; pyplot keeps no copy
-    return fig
-
-
 def plot_nll_curve(marks=(0.01, 0.1, 0.5, 0.9), lang=None):
     """−log p against p, the probability the model gives the correct token, with a few values marked."""
-    code = _lang(lang)
+    code = viz.use_language(lang)
     p = np.linspace(0.005, 1.0, 400)
-    fig = _figure((6, 3.8))
+    fig = viz.new_figure((6, 3.8))
     ax = fig.add_subplot()
     ax.plot(p, -np.log(p), color="tab:blue")
     for m in marks:
@@ -66,7 +54,7 @@ def plot_token_losses(per_token, keep: torch.Tensor, tokens=None, lang=None):
     ``per_token``: one ``(B, T)`` tensor, or a dict ``{panel title: (B, T) tensor}`` drawn side by side on one
     colour scale. ``tokens``: optional ``B`` lists of ``T`` strings written in the cells (the target tokens).
     """
-    code = _lang(lang)
+    code = viz.use_language(lang)
     panels = dict(per_token) if isinstance(per_token, dict) else {"": per_token}
     if not panels:
         raise ValueError("per_token is empty: pass a (B, T) tensor or a dict of them")
@@ -78,7 +66,7 @@ def plot_token_losses(per_token, keep: torch.Tensor, tokens=None, lang=None):
                              "(B, T)")
     vmax = max(float(loss[keep_np].max()) for loss in losses.values()) if keep_np.any() else 1.0
     b, t = keep_np.shape
-    fig = _figure((0.6 + (0.85 * t + 0.6) * len(losses) + 1.0, 1.5 + 0.55 * b))
+    fig = viz.new_figure((0.6 + (0.85 * t + 0.6) * len(losses) + 1.0, 1.5 + 0.55 * b))
     axes = fig.subplots(1, len(losses), squeeze=False)[0]
     im = None
     for ax, (title, loss) in zip(axes, losses.items()):
@@ -116,14 +104,14 @@ def smoothed_target(target: int, n_classes: int, smoothing: float) -> torch.Tens
 
 
 def _render_logits(z0, z1, z2, z3, z4, target, smoothing, lang=None):
-    code = _lang(lang)
+    code = viz.use_language(lang)
     names = CLASSES[code]
     logits = torch.tensor([z0, z1, z2, z3, z4], dtype=torch.float32)
     probs = torch.softmax(logits, dim=-1)
     loss = float(cross_entropy(logits[None], torch.tensor([target]), label_smoothing=float(smoothing)))
     nll = float(-torch.log_softmax(logits, dim=-1)[target])
     q = smoothed_target(target, len(names), float(smoothing))
-    fig = _figure((7.5, 4))
+    fig = viz.new_figure((7.5, 4))
     ax = fig.add_subplot()
     colors = ["tab:orange" if i == target else "tab:blue" for i in range(len(names))]
     ax.bar(range(len(names)), probs.numpy(), color=colors, label=i18n.pick({"en": "softmax(logits)",
@@ -165,38 +153,7 @@ def build_logits_widget(logits=START_LOGITS, target: int = 0, smoothing: float =
 # Exercise checks: print a verdict, return True / False, never raise
 # ------------------------------------------------------------------------------------------------------------
 
-def _say(en: str, zh: str) -> None:
-    print(i18n.pick({"en": en, "zh": zh}))
-
-
-def _not_attempted() -> bool:
-    _say("⏳ Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell "
-         "again.",
-         "⏳ 还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。")
-    return False
-
-
-def _run(fn, *args):
-    """(ok, result): ok is None when the student has not started (NotImplementedError), False on a crash."""
-    try:
-        return True, fn(*args)
-    except NotImplementedError:
-        return None, None
-    except Exception as err:  # noqa: BLE001 - any bug of the student's code is reported, never raised
-        _say(f"✗ Your function raised {type(err).__name__}: {err}",
-             f"✗ 你的函数抛出了 {type(err).__name__}：{err}")
-        return False, None
-
-
-def _is_tensor(got, shape, what_en: str, what_zh: str) -> bool:
-    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(shape):
-        have = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-        _say(f"✗ {what_en}: expected a tensor of shape {tuple(shape)}, got {have}.",
-             f"✗ {what_zh}：应返回形状为 {tuple(shape)} 的张量，实际得到 {have}。")
-        return False
-    return True
-
-
+@never_raises
 def check_log_softmax(fn) -> bool:
     """Exercise 1: ``fn(x)`` = log-softmax over the last dimension, finite even for logits like ±1000."""
     g = torch.Generator().manual_seed(8)
@@ -204,83 +161,68 @@ def check_log_softmax(fn) -> bool:
              torch.tensor([[1000.0, 0.0, -1000.0], [-50.0, -1000.0, -2000.0]]),
              20 * torch.randn(2, 3, 7, generator=g)]
     for x in cases:
-        ok, got = _run(fn, x.clone())
-        if ok is None:
-            return _not_attempted()
-        if not ok or not _is_tensor(got, x.shape, "log_softmax", "log_softmax"):
+        ok, got = attempt(fn, x.clone())
+        if not ok or not is_tensor(got, x.shape, "log_softmax", "log_softmax"):
             return False
         want = F.log_softmax(x, dim=-1)
         if not torch.isfinite(got).all():
-            _say("✗ Your result contains inf or nan for large logits: subtract the row maximum before exp().",
-                 "✗ logits 很大时结果里出现了 inf 或 nan：先减去每行的最大值，再做 exp()。")
-            return False
+            return fail("Your result contains inf or nan for large logits: subtract the row maximum before exp().",
+                        "logits 很大时结果里出现了 inf 或 nan：先减去每行的最大值，再做 exp()。")
         if not torch.allclose(got, want, atol=1e-4, rtol=1e-5):
             err = float((got - want).abs().max())
-            _say(f"✗ Wrong values (largest difference {err:.3g}): the result should be "
-                 "x − m − log Σ exp(x − m), along the last dimension.",
-                 f"✗ 数值不对（最大差值 {err:.3g}）：结果应为 x − m − log Σ exp(x − m)，沿最后一个维度计算。")
-            return False
-    _say("✓ Correct: finite for any logits, and exp() of each row sums to 1.",
-         "✓ 正确：任何 logits 都不会溢出，每行取 exp() 之后加起来等于 1。")
-    return True
+            return fail(f"Wrong values (largest difference {err:.3g}): the result should be "
+                        "x − m − log Σ exp(x − m), along the last dimension.",
+                        f"数值不对（最大差值 {err:.3g}）：结果应为 x − m − log Σ exp(x − m)，沿最后一个维度计算。")
+    return passed("Correct: finite for any logits, and exp() of each row sums to 1.",
+                  "正确：任何 logits 都不会溢出，每行取 exp() 之后加起来等于 1。")
 
 
+@never_raises
 def check_cross_entropy(fn) -> bool:
     """Exercise 2: ``fn(logits (N, V), targets (N,), ignore_index)`` = mean −log p over non-ignored rows."""
     g = torch.Generator().manual_seed(9)
     logits = 3 * torch.randn(6, 5, generator=g)
     targets = torch.tensor([1, 4, 0, 0, 2, 0])          # ignore_index 0: the padding of this example
-    ok, got = _run(fn, logits.clone(), targets.clone(), 0)
-    if ok is None:
-        return _not_attempted()
-    if not ok or not _is_tensor(got, (), "loss", "损失"):
+    ok, got = attempt(fn, logits.clone(), targets.clone(), 0)
+    if not ok or not is_tensor(got, (), "loss", "损失"):
         return False
     want = F.cross_entropy(logits, targets, ignore_index=0)
     if torch.allclose(got.float(), want, atol=1e-5):
-        _say("✓ Correct: padding positions neither add to the loss nor count in the mean.",
-             "✓ 正确：填充位置既不计入损失，也不计入平均的分母。")
-        return True
+        return passed("Correct: padding positions neither add to the loss nor count in the mean.",
+                      "正确：填充位置既不计入损失，也不计入平均的分母。")
     nll = -torch.log_softmax(logits, -1).gather(1, targets[:, None]).squeeze(1)
     keep = targets != 0
     if torch.allclose(got.float(), nll.mean(), atol=1e-5):
-        _say("✗ The ignored positions were counted: drop the rows whose target is ignore_index.",
-             "✗ 被忽略的位置也算进去了：去掉目标等于 ignore_index 的行。")
-    elif torch.allclose(got.float(), nll[keep].sum() / len(targets), atol=1e-5):
-        _say("✗ Right sum, wrong count: divide by the number of *kept* positions, not by N.",
-             "✗ 求和对了，分母错了：要除以**保留下来的**位置数，而不是 N。")
-    else:
-        _say(f"✗ Expected {float(want):.4f}, got {float(got):.4f}: loss = mean over kept rows of "
-             "−log p[target].",
-             f"✗ 应为 {float(want):.4f}，实际是 {float(got):.4f}：损失 = 保留的行上 −log p[目标] 的平均值。")
-    return False
+        return fail("The ignored positions were counted: drop the rows whose target is ignore_index.",
+                    "被忽略的位置也算进去了：去掉目标等于 ignore_index 的行。")
+    if torch.allclose(got.float(), nll[keep].sum() / len(targets), atol=1e-5):
+        return fail("Right sum, wrong count: divide by the number of *kept* positions, not by N.",
+                    "求和对了，分母错了：要除以**保留下来的**位置数，而不是 N。")
+    return fail(f"Expected {float(want):.4f}, got {float(got):.4f}: loss = mean over kept rows of −log p[target].",
+                f"应为 {float(want):.4f}，实际是 {float(got):.4f}：损失 = 保留的行上 −log p[目标] 的平均值。")
 
 
+@never_raises
 def check_teacher_forcing(fn) -> bool:
     """Exercise 3: ``fn(tgt)`` with tgt = <bos> y_1 … y_n <eos> <pad>… returns ``(decoder_input, labels)``."""
     tgt = torch.tensor([[1, 5, 6, 7, 2, 0], [1, 9, 2, 0, 0, 0]])
-    ok, got = _run(fn, tgt.clone())
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, tgt.clone())
     if not ok:
         return False
     if not (isinstance(got, tuple) and len(got) == 2):
-        _say("✗ Return a pair (decoder_input, labels).", "✗ 请返回一个二元组 (decoder_input, labels)。")
-        return False
+        return fail("Return a pair (decoder_input, labels).", "请返回一个二元组 (decoder_input, labels)。")
     dec_in, labels = got
     want_in, want_out = tgt[:, :-1], tgt[:, 1:]
-    if not (_is_tensor(dec_in, want_in.shape, "decoder_input", "decoder_input")
-            and _is_tensor(labels, want_out.shape, "labels", "labels")):
+    if not (is_tensor(dec_in, want_in.shape, "decoder_input", "decoder_input")
+            and is_tensor(labels, want_out.shape, "labels", "labels")):
         return False
     if torch.equal(dec_in, want_out) and torch.equal(labels, want_in):
-        _say("✗ Swapped: the decoder reads <bos> y_1 … (drop the last token) and must predict y_1 … <eos> "
-             "(drop the first).",
-             "✗ 两者弄反了：解码器读入 <bos> y_1 …（去掉最后一个词元），"
-             "要预测 y_1 … <eos>（去掉第一个词元）。")
-        return False
+        return fail("Swapped: the decoder reads <bos> y_1 … (drop the last token) and must predict y_1 … <eos> "
+                    "(drop the first).",
+                    "两者弄反了：解码器读入 <bos> y_1 …（去掉最后一个词元），"
+                    "要预测 y_1 … <eos>（去掉第一个词元）。")
     if not (torch.equal(dec_in, want_in) and torch.equal(labels, want_out)):
-        _say("✗ Not the right shift: labels[:, i] must be the token that follows decoder_input[:, i].",
-             "✗ 错位方式不对：labels[:, i] 必须是 decoder_input[:, i] 之后的那个词元。")
-        return False
-    _say("✓ Correct: position i reads y_<i+1 and is trained to predict the next token.",
-         "✓ 正确：位置 i 读入前面的词元，被训练去预测下一个词元。")
-    return True
+        return fail("Not the right shift: labels[:, i] must be the token that follows decoder_input[:, i].",
+                    "错位方式不对：labels[:, i] 必须是 decoder_input[:, i] 之后的那个词元。")
+    return passed("Correct: position i reads y_<i+1 and is trained to predict the next token.",
+                  "正确：位置 i 读入前面的词元，被训练去预测下一个词元。")

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from .. import i18n, viz
-from ..exercises import not_attempted, number_close, passed, run_student, say, tensor_close
+from ..exercises import attempt, fail, is_tensor, never_raises, number_problem, passed, run_check, tensor_close
 from ..widgets import LessonWidget, dropdown, slider
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -94,12 +94,10 @@ SEQ_LENS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
 def _render_cost(seq_len: int, d_model: int, n_heads: int, n_layers: int, dtype: str):
-    import matplotlib.pyplot as plt
-
     if d_model % n_heads:
         raise ValueError(i18n.pick({"en": f"d_model={d_model} is not divisible by h={n_heads}: pick other values",
                                     "zh": f"d_model={d_model} 不能被 h={n_heads} 整除：请换一组取值"}))
-    viz.setup_fonts()
+    viz.use_language()
     gib = 2.0**30
     mem = {
         i18n.pick({"en": "weights T×T (written-out)", "zh": "T×T 权重（显式写出）"}):
@@ -109,8 +107,8 @@ def _render_cost(seq_len: int, d_model: int, n_heads: int, n_layers: int, dtype:
         i18n.pick({"en": "KV cache", "zh": "KV 缓存"}): kv_cache_bytes(n_layers, 1, seq_len, d_model, dtype) / gib,
     }
     flops = attention_flops(1, seq_len, d_model)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
-    plt.close(fig)
+    fig = viz.new_figure((9, 3.2))
+    ax1, ax2 = fig.subplots(1, 2)
     ax1.barh(list(mem), list(mem.values()), color=["tab:red", "tab:green", "tab:blue"])
     ax1.set_xlabel(i18n.pick({"en": "GiB per sequence", "zh": "每条序列占用 GiB"}))
     parts = {i18n.pick({"en": "projections", "zh": "投影"}): flops["projections"] / 1e9,
@@ -142,41 +140,32 @@ def build_cost_widget(seq_len: int = 1024, d_model: int = 384, n_heads: int = 6,
 # Exercise checks
 # ------------------------------------------------------------------------------------------------------------
 
+@never_raises
 def check_attention_flops(fn) -> bool:
     """Exercise 1: ``fn(batch, seq_len, d_model)`` returns the total forward FLOPs of one attention layer."""
-    for args in ((1, 128, 64), (4, 1000, 512)):
-        ok, got = run_student(fn, *args)
-        if ok is None:
-            return not_attempted()
-        if not ok or not number_close(got, attention_flops(*args)["total"], f"attention_flops{args}",
-                                      f"attention_flops{args}"):
-            return False
-    return passed()
+    cases = [(args, attention_flops(*args)["total"]) for args in ((1, 128, 64), (4, 1000, 512))]
+    return run_check(fn, cases, number_problem)
 
 
+@never_raises
 def check_kv_cache_bytes(fn) -> bool:
     """Exercise 2: ``fn(n_layers, batch, seq_len, d_model, bytes_per_number)``."""
-    for args in ((6, 1, 256, 384, 2), (32, 8, 4096, 4096, 2)):
-        ok, got = run_student(fn, *args)
-        if ok is None:
-            return not_attempted()
-        want = 2 * args[0] * args[1] * args[2] * args[3] * args[4]
-        if not ok or not number_close(got, want, f"kv_cache_bytes{args}", f"kv_cache_bytes{args}"):
-            return False
-    return passed()
+    cases = [(args, math.prod(args) * 2) for args in ((6, 1, 256, 384, 2), (32, 8, 4096, 4096, 2))]
+    return run_check(fn, cases, number_problem)
 
 
+@never_raises
 def check_merge_softmax_blocks(fn) -> bool:
     """Exercise 3: ``fn(s1, s2)`` merges two score blocks' (max, sum-of-exp) and returns softmax(cat(s1, s2))."""
     g = torch.Generator().manual_seed(14)
     s1, s2 = torch.randn(3, 5, generator=g) * 20, torch.randn(3, 7, generator=g) * 20
-    ok, got = run_student(fn, s1, s2)
-    if ok is None:
-        return not_attempted()
-    if not ok or not tensor_close(got, torch.softmax(torch.cat([s1, s2], -1), -1), "softmax", "softmax", 1e-6):
+    want = torch.softmax(torch.cat([s1, s2], -1), -1)
+    ok, got = attempt(fn, s1, s2)
+    if not ok or not is_tensor(got, want.shape, "softmax", "softmax"):
         return False
     if not torch.isfinite(got).all():
-        say("Your result has inf/NaN: subtract the running maximum before exp.",
-            "结果里有 inf/NaN：取 exp 之前先减去当前最大值。")
+        return fail("Your result has inf/NaN: subtract the running maximum before exp.",
+                    "结果里有 inf/NaN：取 exp 之前先减去当前最大值。")
+    if not tensor_close(got, want, "softmax", "softmax", 1e-6):
         return False
     return passed()

@@ -1,0 +1,248 @@
+"""The shared exercise-check plumbing (course_utils.exercises), and every lesson check written with it.
+
+A check prints one verdict in the notebook's language and returns True/False; it never raises, and a stub left
+as ``raise NotImplementedError`` means "not attempted yet". Every ``check_*`` function of the lessons listed in
+:data:`FINISHED` is driven with a stub, a crash and a nonsense answer, in English and in Chinese.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+import torch
+
+import course_utils.lessons as lessons_pkg
+from course_utils import exercises as ex
+from course_utils import i18n
+
+
+@pytest.fixture(autouse=True)
+def _english():
+    i18n.set_language("en")
+    yield
+    i18n.set_language(None)
+
+
+def not_started(*args, **kwargs):
+    raise NotImplementedError
+
+
+def crashes(*args, **kwargs):
+    raise ZeroDivisionError("boom-42")
+
+
+# --- verdicts -------------------------------------------------------------------------------------------------
+
+
+def test_verdicts_return_and_mark(capsys):
+    assert ex.passed() is True and capsys.readouterr().out == "✓ Correct!\n"
+    assert ex.passed("All good.", "都对了。", lang="zh") is True and capsys.readouterr().out == "✓ 都对了。\n"
+    assert ex.fail("Swapped.", "弄反了。") is False and capsys.readouterr().out == "✗ Swapped.\n"
+    ex.say("hint", "提示")
+    assert capsys.readouterr().out == "hint\n"
+    assert ex.report(None, "x", "x") is True and capsys.readouterr().out == ""
+    assert ex.report("plain text", "what", "什么") is False and "✗ what: plain text" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lang, text", [("en", "⏳ Not attempted yet"), ("zh", "⏳ 还没有作答")])
+def test_not_attempted_in_both_languages(lang, text, capsys):
+    i18n.set_language(lang)
+    assert ex.not_attempted() is False
+    assert capsys.readouterr().out.startswith(text)
+    ok, got = ex.attempt(not_started, 1, key=2)
+    assert (ok, got) == (False, None) and capsys.readouterr().out.startswith(text)
+
+
+@pytest.mark.parametrize("lang, text", [("en", "✗ Your function raised ZeroDivisionError: boom-42"),
+                                        ("zh", "✗ 你的函数抛出了 ZeroDivisionError：boom-42")])
+def test_crash_is_reported_not_raised(lang, text, capsys):
+    i18n.set_language(lang)
+    assert ex.run_student(crashes, 1) == (False, None)
+    assert capsys.readouterr().out.strip() == text
+    assert ex.attempt(crashes) == (False, None)
+    assert capsys.readouterr().out.strip() == text
+
+
+def test_never_raises_turns_a_judging_error_into_a_verdict(capsys):
+    @ex.never_raises
+    def check_float64(fn):
+        """Compares without converting: a float32 answer makes torch.allclose raise."""
+        ok, got = ex.attempt(fn)
+        return ok and torch.allclose(got, torch.ones(2, dtype=torch.float64)) and ex.passed()
+
+    assert check_float64.__name__ == "check_float64" and "float32" in check_float64.__doc__
+    assert check_float64(lambda: torch.ones(2, dtype=torch.float64)) is True
+    capsys.readouterr()
+    assert check_float64(lambda: torch.ones(2)) is False
+    assert capsys.readouterr().out.startswith("✗ Could not check your answer (RuntimeError: ")
+    i18n.set_language("zh")
+    assert check_float64(lambda: "ones") is False
+    assert capsys.readouterr().out.startswith("✗ 无法检查你的答案（TypeError：")
+
+
+def test_run_student_and_attempt(capsys):
+    assert ex.run_student(lambda a, b=0: a + b, 2, b=3) == (True, 5)
+    assert ex.run_student(not_started) == (None, None)           # the caller decides what to say
+    assert capsys.readouterr().out == ""
+    assert ex.attempt(lambda: None) == (True, None)               # returning None is a result, not a failure
+    assert capsys.readouterr().out == ""
+
+
+# --- what is wrong with a result ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang, wrong_type, wrong_shape, wrong_values", [
+    ("en", "✗ out: expected a tensor, got list", "✗ out: expected shape (2, 3), got (3, 2)",
+     "✗ out: the values differ (largest difference 1)"),
+    ("zh", "✗ 输出：应该返回张量，实际返回的是 list", "✗ 输出：形状应为 (2, 3)，实际是 (3, 2)",
+     "✗ 输出：数值不一致（最大差值 1）"),
+])
+def test_tensor_close_messages(lang, wrong_type, wrong_shape, wrong_values, capsys):
+    i18n.set_language(lang)
+    want = torch.zeros(2, 3)
+    assert ex.tensor_close(torch.zeros(2, 3, dtype=torch.float64), want, "out", "输出") is True
+    assert capsys.readouterr().out == ""
+    assert ex.tensor_close([[0.0] * 3] * 2, want, "out", "输出") is False
+    assert capsys.readouterr().out.strip() == wrong_type
+    assert ex.tensor_close(torch.zeros(3, 2), want, "out", "输出") is False
+    assert capsys.readouterr().out.strip() == wrong_shape
+    got = want.clone()
+    got[1, 2] = 1.0
+    assert ex.tensor_close(got, want, "out", "输出") is False
+    assert capsys.readouterr().out.strip() == wrong_values
+
+
+def test_tensor_close_tolerances_and_grad():
+    want = torch.ones(4)
+    assert ex.tensor_close(want + 5e-6, want, "x", "x")
+    assert not ex.tensor_close(want + 1e-3, want, "x", "x")
+    assert ex.tensor_close(want + 1e-3, want, "x", "x", atol=1e-2)
+    assert ex.tensor_close(torch.ones(4, requires_grad=True) * 1, want, "x", "x")   # detached, no error
+
+
+def test_is_tensor_and_is_mask(capsys):
+    assert ex.is_tensor(torch.zeros(2), (2,)) and ex.is_tensor(torch.zeros(2))
+    assert not ex.is_tensor(None)
+    assert "✗ result: expected a tensor, got NoneType" in capsys.readouterr().out
+    assert ex.is_mask(torch.ones(2, 2, dtype=torch.bool), (2, 2))
+    assert not ex.is_mask(torch.ones(2, 2))
+    assert "mask (True = may attend): expected a torch.bool tensor, got torch.float32" in capsys.readouterr().out
+    assert not ex.is_mask(torch.ones(2, dtype=torch.bool), (2, 2))
+    assert "expected shape (2, 2), got (2,)" in capsys.readouterr().out
+    i18n.set_language("zh")
+    assert not ex.is_mask(torch.ones(2))
+    assert "✗ 掩码（True = 可以关注）：应该返回 torch.bool 张量" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lang, wrong_type, wrong_value", [
+    ("en", "✗ n: expected a number, got str", "✗ n: expected 3, got 4"),
+    ("zh", "✗ 数：应该返回一个数，实际返回的是 str", "✗ 数：应为 3，实际是 4"),
+])
+def test_number_close_messages(lang, wrong_type, wrong_value, capsys):
+    i18n.set_language(lang)
+    assert ex.number_close(3, 3.0, "n", "数") and ex.number_close(torch.tensor(3.0), 3, "n", "数")
+    assert not ex.number_close("three", 3, "n", "数")
+    assert capsys.readouterr().out.strip() == wrong_type
+    assert not ex.number_close(4, 3, "n", "数")
+    assert capsys.readouterr().out.strip() == wrong_value
+    assert not ex.number_close(float("nan"), 3, "n", "数")       # NaN is never "close"
+
+
+def test_problems_are_bilingual_pairs():
+    assert ex.tensor_problem(torch.ones(2), torch.ones(2)) is None
+    assert ex.tensor_problem(2.0, torch.tensor(2.0), numbers=True) is None     # plain numbers accepted
+    assert ex.tensor_problem([1.0, 2.0], torch.tensor([1.0, 2.0]), numbers=True) is None
+    assert ex.tensor_problem([1.0, 2.0], torch.tensor([1.0, 2.0])) is not None  # but only when asked for
+    en, zh = ex.tensor_problem("about 30", 30.0, numbers=True)
+    assert "tensor or a number" in en and "张量或数" in zh
+    assert ex.number_problem(1e9 + 1, 1e9) is None and ex.number_problem(1e-7, 0.0) is None
+    assert ex.equal_problem("cpu", "cpu") is None
+    assert ex.equal_problem("tpu", "cpu") == ("expected 'cpu', got 'tpu'", "应为 'cpu'，实际得到 'tpu'")
+    assert ex.type_problem(torch.zeros(2, dtype=torch.int64), dtype=torch.float32) is not None
+
+
+# --- checks over a list of cases ------------------------------------------------------------------------------
+
+
+def test_run_check_verdicts(capsys):
+    cases = [((2,), 4), ((3,), 9)]
+    assert ex.run_check(lambda x: x * x, cases, ex.equal_problem) is True
+    assert "Correct" in capsys.readouterr().out
+    assert ex.run_check(lambda x: x + x, cases, ex.equal_problem) is False  # right for 2, wrong for 3
+    assert "expected 9, got 6" in capsys.readouterr().out
+    assert ex.run_check(not_started, cases, ex.equal_problem) is False
+    assert "Not attempted yet" in capsys.readouterr().out
+    assert ex.run_check(lambda x: 1 / 0, cases, ex.equal_problem) is False
+    assert "ZeroDivisionError" in capsys.readouterr().out
+    assert ex.run_check(not_started, cases, ex.equal_problem, lang="zh") is False
+    assert "还没有作答" in capsys.readouterr().out
+
+
+def test_run_check_names_the_input_in_the_given_language(capsys):
+    cases = [((torch.zeros(2, 3), "x" * 60), 1)]
+    assert ex.run_check(lambda t, s: 2, cases, lang="zh") is False      # equal_problem is the default
+    out = capsys.readouterr().out
+    assert out.startswith("✗ 还不对，输入为 (tensor(2, 3), 'xxx") and "...)" in out and "应为 1，实际得到 2" in out
+    assert ex.run_check(lambda t, s: 1 / 0, cases, lang="zh") is False
+    assert "你的函数抛出了 ZeroDivisionError" in capsys.readouterr().out
+    assert ex.run_check(lambda t, s: "1", cases, lambda got, want: "plain") is False    # a one-string problem
+    out = capsys.readouterr().out
+    assert out.startswith("✗ Not yet, for input (tensor(2, 3), ") and out.strip().endswith(": plain")
+
+
+# --- every check of the finished lessons ----------------------------------------------------------------------
+
+# Lessons whose checks are written with the shared plumbing and finished. A lesson joins when its checks are
+# done: then its stubs, crashes and nonsense answers are covered here in both languages.
+FINISHED = ("l00_welcome", "l01_tokens", "l02_positional", "l03_attention", "l04_multihead", "l05_masking",
+            "l06_ffn_norm", "l07_encoder_decoder", "l08_output_loss", "l14_fast")
+
+
+def _lesson_checks():
+    found = []
+    for name in FINISHED:
+        module = importlib.import_module(f"course_utils.lessons.{name}")
+        for fn_name, fn in inspect.getmembers(module, inspect.isfunction):
+            if fn_name.startswith("check_") and fn.__module__ == module.__name__:
+                found.append(pytest.param(fn, id=f"{name}.{fn_name}"))
+    return found
+
+
+CHECKS = _lesson_checks()
+
+
+def test_the_finished_lessons_use_the_shared_plumbing():
+    names = {info.name for info in pkgutil.iter_modules(lessons_pkg.__path__)}
+    assert set(FINISHED) <= names
+    for name in FINISHED:
+        module = vars(importlib.import_module(f"course_utils.lessons.{name}"))
+        assert any(getattr(v, "__module__", None) == ex.__name__ for v in module.values()), name
+        assert not {"_say", "_run", "_close", "_not_attempted", "_figure", "_lang"} & set(module), name
+    for param in CHECKS:
+        assert hasattr(param.values[0], "__wrapped__"), f"{param.id} is not decorated with @never_raises"
+    assert len(CHECKS) >= 3 * len(FINISHED) - 1      # lesson 00 has two exercises, the others three
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("lang, attempted, raised", [("en", "⏳ Not attempted yet", "✗ Your function raised"),
+                                                     ("zh", "⏳ 还没有作答", "✗ 你的函数抛出了")])
+def test_every_check_never_raises(check, lang, attempted, raised, capsys):
+    i18n.set_language(lang)
+    assert check(not_started) is False
+    assert capsys.readouterr().out.startswith(attempted)
+    assert check(crashes) is False
+    out = capsys.readouterr().out
+    assert out.startswith(raised) and "ZeroDivisionError" in out and "boom-42" in out
+    assert check(lambda *args, **kwargs: object()) is False              # nonsense: a verdict, no traceback
+    out = capsys.readouterr().out
+    assert "✗" in out and "✓" not in out
+
+
+def test_number_problem_scale():
+    # relative above 1, absolute below: 1e-6 of a billion is 1000, of 0.001 it is still 1e-6
+    assert ex.number_problem(1e9 + 999, 1e9) is None and ex.number_problem(1e9 + 2000, 1e9) is not None
+    assert ex.number_problem(0.001 + 5e-7, 0.001) is None and ex.number_problem(0.001 + 2e-6, 0.001) is not None
+    assert ex.number_problem(float("inf"), 1.0) is not None
