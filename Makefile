@@ -16,7 +16,7 @@ SETUP_STAMP := .make/setup-$(ENV_ID).stamp
 NOTEBOOK_DIRS := $(wildcard notebooks/en notebooks/zh)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test notebooks check-notebooks lint clean
+.PHONY: help setup lab test notebooks check-notebooks lint clean slides
 
 help:
 	@echo "make lab              set everything up, then open the notebooks in JupyterLab"
@@ -24,6 +24,7 @@ help:
 	@echo "make notebooks        rebuild notebooks/en and notebooks/zh from notebooks/source"
 	@echo "make check-notebooks  list notebooks that are out of date with their source"
 	@echo "make lint             ruff check"
+	@echo "make slides           export every lesson (EN and ZH, executed) to offline reveal.js decks in build/slides"
 	@echo "make setup            (re)install the course package and its dependencies"
 
 # No PyTorch yet and no NVIDIA GPU: take the CPU build (~200 MB) instead of the default multi-GB CUDA one.
@@ -59,6 +60,21 @@ check-notebooks: $(SETUP_STAMP)
 
 lint: $(SETUP_STAMP)
 	$(PYTHON) -m ruff check .
+
+# --- Instructor slides (docs/presenting.md) ----------------------------------------------------------------------
+# Every lesson in both languages, executed, as reveal.js decks that work without internet: build/slides/{en,zh}/.
+# The decks' JavaScript (reveal.js, MathJax, ...) comes from npm, once: Node.js/npm are needed for this target only.
+# Options go through SLIDES_ARGS, e.g. make slides SLIDES_ARGS="--lessons 02 06 --jobs 2" (or "--no-execute").
+SLIDES_ARGS ?=
+
+slides: $(SETUP_STAMP) slides/node_modules/.package-lock.json
+	$(PYTHON) tools/export_slides.py $(SLIDES_ARGS)
+
+slides/node_modules/.package-lock.json: slides/package.json slides/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "make slides needs Node.js and npm once, to fetch the decks' \
+		JavaScript (https://nodejs.org, or: sudo apt-get install npm)"; exit 1; }
+	cd slides && npm ci --ignore-scripts --no-audit --no-fund
+	@touch $@
 
 clean:
 	rm -rf .make build dist *.egg-info .pytest_cache .ruff_cache

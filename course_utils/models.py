@@ -290,7 +290,10 @@ class MaskedLM(nn.Module):
             nn.Linear(d_model, d_model), nn.GELU(), make_norm("layer", d_model, eps)
         )
         self.decoder = nn.Linear(d_model, vocab_size)
-        nn.init.normal_(self.embed.weight, std=0.02)
+        # BERT initialises *both* tables with std 0.02: with nn.Embedding's default N(0, 1) positions, the token
+        # signal would be 50× weaker than the position signal after embed_norm, and the model could not learn.
+        for w in (self.embed.weight, self.pos.embedding.weight):
+            nn.init.normal_(w, std=0.02)
         self.decoder.weight = self.embed.weight  # tied, as in BERT
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:

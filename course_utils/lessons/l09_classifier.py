@@ -132,7 +132,9 @@ def plot_accuracies(results: dict, chance: float = 0.5, lang=None):
     colors = ["tab:green" if v >= chance + 0.2 else "tab:gray" for v in values]
     ax.barh(range(len(names)), values, color=colors)
     for i, v in enumerate(values):
-        ax.text(min(v, 0.97), i, f" {v:.1%}", va="center", ha="right" if v > 0.85 else "left", fontsize=9)
+        inside = v > 0.85                                     # long bars: the number inside, else past the line
+        ax.text(v - 0.01 if inside else max(v, chance) + 0.01, i, f"{v:.1%}", va="center",
+                ha="right" if inside else "left", fontsize=9, color="white" if inside else "black")
     ax.set_yticks(range(len(names)), labels=names)
     ax.invert_yaxis()
     ax.axvline(chance, color="tab:red", linestyle="--")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import i18n, viz
+from ..exercises import attempt, fail, never_raises, passed, say, tensor_close
 from ..pretrained import mean_pool
 from ..wordpiece import UNK
 
@@ -36,24 +36,8 @@ DEMO_SENTENCES = (
     "这部电影很精彩。",
 )
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-
-
 def _lang(lang):
     return i18n.current_language() if lang is None else i18n.normalize_language(lang)
-
-
-def _fonts(code: str, *texts) -> None:
-    """A CJK font when the notebook is Chinese or a label contains Chinese (Chinese data in English)."""
-    if code == "zh" or any(_CJK.search(str(t)) for group in texts for t in group):
-        viz.setup_fonts("zh")
-
-
-def _figure(figsize):
-    import matplotlib.pyplot as plt
-    fig = plt.figure(figsize=figsize, layout="constrained")
-    plt.close(fig)  # the caller displays it once; pyplot keeps no copy
-    return fig
 
 
 def _short(text: str, n: int = 34) -> str:
@@ -174,13 +158,12 @@ def copy_layer_to_torch(layer) -> torch.nn.TransformerEncoderLayer:
 
 def plot_similarity(sim, labels, lang=None, title=None):
     """Heatmap of a cosine-similarity matrix ``(N, N)`` with the value in every cell."""
-    code = _lang(lang)
     sim = viz.to_numpy(sim, "sim")
     labels = [_short(str(s)) for s in labels]
     if sim.shape != (len(labels), len(labels)):
         raise ValueError(f"sim has shape {sim.shape} but there are {len(labels)} labels: one per row and column")
-    _fonts(code, labels)
-    fig = _figure((8.5, 6.5))
+    code = viz.use_language(lang, labels)
+    fig = viz.new_figure((8.5, 6.5))
     ax = fig.add_subplot()
     im = ax.imshow(sim, cmap="viridis", vmin=min(0.0, float(sim.min())), vmax=1.0)
     for i in range(sim.shape[0]):
@@ -199,13 +182,13 @@ def plot_similarity(sim, labels, lang=None, title=None):
 # SST-2: data, bag-of-words baseline, probes, plot
 # ----------------------------------------------------------------------------------------------------
 
-def load_sst2_subsets(n_train: int, seed: int = 0):
-    """``(train_rows, dev_rows)``: ``n_train`` random SST-2 training sentences and the whole dev set (872),
-    as ``(sentence, label)`` pairs, via ``course_utils.data.load_sst2`` (a tiny sample when the data is missing).
-    Also returns the loaders' one-line descriptions as a third item."""
+def load_sst2_subsets(n_train: int, seed: int = 0, download: bool = True):
+    """``(train_rows, dev_rows, descriptions)``: ``n_train`` random SST-2 training sentences and the whole dev set
+    (872) as ``(sentence, label)`` pairs, via ``course_utils.data.load_sst2`` (which falls back to a tiny bundled
+    sample, with a warning, when the data is missing), and the loaders' one-line descriptions."""
     from ..data import load_sst2
 
-    train, dev = load_sst2("train"), load_sst2("dev")
+    train, dev = load_sst2("train", download=download), load_sst2("dev", download=download)
     rows = list(train)
     sub = random.Random(seed).sample(rows, min(n_train, len(rows)))
     return sub, list(dev), (train.describe(), dev.describe())
@@ -230,45 +213,50 @@ def bag_of_words(tokenizer, train_texts, other_texts):
     return counts(train_ids), counts([tokenizer.encode(t, add_special_tokens=False) for t in other_texts])
 
 
-def fit_logistic_regression(x, y, steps: int = 200, lr: float = 0.05, weight_decay: float = 1e-4, seed: int = 0):
-    """Multinomial logistic regression p(y|x) = softmax(W x + b), full-batch Adam on the cross-entropy;
-    features are standardised with the training mean/std first. Returns ``predict(x) -> labels``."""
-    g = torch.Generator().manual_seed(seed)
-    mu, sd = x.mean(0), x.std(0).clamp(min=1e-6)
-    n_classes = int(y.max()) + 1 if len(y) else 2
-    w = (torch.randn(x.shape[1], max(2, n_classes), generator=g) * 0.01).requires_grad_()
-    b = torch.zeros(max(2, n_classes), requires_grad=True)
-    opt = torch.optim.Adam([w, b], lr=lr, weight_decay=weight_decay)
-    xs = (x - mu) / sd
-    for _ in range(steps):
-        loss = F.cross_entropy(xs @ w + b, y)
+def fit_logistic_regression(x, y, c: float = 1.0, max_iter: int = 100):
+    """L2-regularised logistic regression p(y | x) = softmax(x W + b), fitted with L-BFGS on the whole set.
+
+    Minimises mean cross-entropy + ‖W‖² / (2·c·N) (the objective of scikit-learn's ``LogisticRegression(C=c)``,
+    divided by c·N). Returns ``predict(x) -> labels``.
+    """
+    n, dim = x.shape
+    n_classes = max(2, int(y.max()) + 1) if len(y) else 2
+    w = torch.zeros(dim, n_classes, requires_grad=True)
+    b = torch.zeros(n_classes, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
+
+    def closure():
         opt.zero_grad()
+        loss = F.cross_entropy(x @ w + b, y) + (w ** 2).sum() / (2 * c * n)
         loss.backward()
-        opt.step()
+        return loss
+
+    opt.step(closure)
     w, b = w.detach(), b.detach()
-    return lambda z: (((z - mu) / sd) @ w + b).argmax(-1)
+    return lambda z: (z @ w + b).argmax(-1)
 
 
-def probe_curve(x_train, y_train, x_dev, y_dev, sizes, seed: int = 0, **kw) -> list[float]:
+def probe_curve(x_train, y_train, x_dev, y_dev, sizes, **kw) -> list[float]:
     """Dev accuracy of a logistic regression trained on the first ``n`` training rows, for each ``n`` in sizes."""
     out = []
     for n in sizes:
-        predict = fit_logistic_regression(x_train[:n], y_train[:n], seed=seed, **kw)
+        predict = fit_logistic_regression(x_train[:n], y_train[:n], **kw)
         out.append(float((predict(x_dev) == y_dev).float().mean()))
     return out
 
 
 def plot_probe_curves(sizes, curves: dict, majority: float, lang=None):
     """Dev accuracy against the number of labelled training sentences, one line per feature kind."""
-    code = _lang(lang)
-    _fonts(code, curves)
-    fig = _figure((6.5, 4.2))
+    code = viz.use_language(lang, list(curves))
+    fig = viz.new_figure((6.5, 4.2))
     ax = fig.add_subplot()
     for (name, accs), marker in zip(curves.items(), "os^v"):
         ax.plot(sizes, accs, marker=marker, label=name)
     ax.axhline(majority, ls=":", color="tab:gray",
                label=i18n.pick({"en": "always the majority class", "zh": "总是猜多数类"}, code))
     ax.set_xscale("log", base=2)
+    ax.set_xticks(list(sizes), labels=[str(n) for n in sizes])
+    ax.minorticks_off()
     ax.set_xlabel(i18n.pick({"en": "labelled training sentences", "zh": "带标签的训练句子数"}, code))
     ax.set_ylabel(i18n.pick({"en": "accuracy on SST-2 dev (872)", "zh": "SST-2 验证集准确率（872 句）"}, code))
     ax.set_title(i18n.pick({"en": "Linear probe: pretrained features need few labels",
@@ -317,11 +305,10 @@ def compare_sentences(model, tokenizer, a: str, b: str) -> dict:
 
 
 def _render_compare(model, tokenizer, a: str, b: str, lang=None):
-    code = _lang(lang)
     res = compare_sentences(model, tokenizer, a, b)
-    _fonts(code, res["tokens_a"], res["tokens_b"])
+    code = viz.use_language(lang, res["tokens_a"], res["tokens_b"])
     ta, tb = res["tokens_a"], res["tokens_b"]
-    fig = _figure((min(13.0, 4.5 + 0.33 * len(tb)), min(9.0, 2.4 + 0.3 * len(ta))))
+    fig = viz.new_figure((min(13.0, 4.5 + 0.33 * len(tb)), min(9.0, 2.4 + 0.3 * len(ta))))
     grid = fig.add_gridspec(1, 2, width_ratios=[max(len(tb), 4), 1.2])
     ax = fig.add_subplot(grid[0])
     ax_bar = fig.add_subplot(grid[1])
@@ -364,43 +351,6 @@ def build_similarity_widget(model, tokenizer, a: str = DEMO_SENTENCES[2], b: str
 # Exercise checks: print a verdict, return True / False, never raise
 # ----------------------------------------------------------------------------------------------------
 
-def _say(en: str, zh: str) -> None:
-    print(i18n.pick({"en": en, "zh": zh}))
-
-
-def _not_attempted() -> bool:
-    _say("Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell again.",
-         "还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行这个单元格。")
-    return False
-
-
-def _run(fn, *args):
-    """(ok, result): ok is None when the student has not started (NotImplementedError), False on a crash."""
-    try:
-        return True, fn(*args)
-    except NotImplementedError:
-        return None, None
-    except Exception as err:  # noqa: BLE001 - any bug of the student's code is reported, never raised
-        _say(f"Your function raised {type(err).__name__}: {err}", f"你的函数抛出了 {type(err).__name__}：{err}")
-        return False, None
-
-
-def _close(got, want, what_en: str, what_zh: str, atol: float = 1e-5) -> bool:
-    if not isinstance(got, torch.Tensor):
-        _say(f"{what_en}: expected a tensor, got {type(got).__name__}.",
-             f"{what_zh}：应该返回张量，实际返回的是 {type(got).__name__}。")
-        return False
-    if got.shape != want.shape:
-        _say(f"{what_en}: expected shape {tuple(want.shape)}, got {tuple(got.shape)}.",
-             f"{what_zh}：形状应为 {tuple(want.shape)}，实际是 {tuple(got.shape)}。")
-        return False
-    if not torch.allclose(got.detach().to(want.dtype), want, atol=atol, rtol=1e-4):
-        err = float((got.detach().to(want.dtype) - want).abs().max())
-        _say(f"{what_en}: wrong values (largest difference {err:.3g}).", f"{what_zh}：数值不对（最大差值 {err:.3g}）。")
-        return False
-    return True
-
-
 def _hidden_and_mask(seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     hidden = torch.randn(3, 6, 5, generator=g)
@@ -408,50 +358,46 @@ def _hidden_and_mask(seed: int = 0):
     return hidden, mask
 
 
+@never_raises
 def check_mean_pool(fn) -> bool:
     """Exercise 1: ``fn(hidden (B, T, C), mask (B, T) of 1/0) -> (B, C)``, the mean over the real tokens."""
     hidden, mask = _hidden_and_mask()
-    ok, got = _run(fn, hidden.clone(), mask.clone())
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, hidden.clone(), mask.clone())
     if not ok:
         return False
     want = mean_pool(hidden, mask)
-    if not _close(got, want, "mean pooling", "平均池化"):
+    if not tensor_close(got, want, "mean pooling", "平均池化"):
         if isinstance(got, torch.Tensor) and got.shape == want.shape and \
                 torch.allclose(got.detach().float(), hidden.mean(1), atol=1e-5):
-            _say("Hint: you averaged over all T positions, padding included. Multiply by the mask and divide by "
+            say("Hint: you averaged over all T positions, padding included. Multiply by the mask and divide by "
                  "the number of real tokens (mask.sum(1)), not by T.",
                  "提示：你对全部 T 个位置取了平均，把填充也算进去了。先乘以掩码，再除以真实词元的个数"
                  "（mask.sum(1)），而不是 T。")
         return False
-    _say("✓ Correct: padding does not change a sentence's vector.", "✓ 正确：填充不会改变句子的向量。")
-    return True
+    return passed("Correct: padding does not change a sentence's vector.", "正确：填充不会改变句子的向量。")
 
 
+@never_raises
 def check_cosine_matrix(fn) -> bool:
     """Exercise 2: ``fn(a (N, C), b (M, C)) -> (N, M)`` with entry (i, j) = cos(a_i, b_j)."""
     g = torch.Generator().manual_seed(1)
     a, b = torch.randn(4, 7, generator=g) * 3, torch.randn(5, 7, generator=g)
-    ok, got = _run(fn, a.clone(), b.clone())
-    if ok is None:
-        return _not_attempted()
+    ok, got = attempt(fn, a.clone(), b.clone())
     if not ok:
         return False
     want = F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
-    if not _close(got, want, "cosine matrix", "余弦相似度矩阵"):
+    if not tensor_close(got, want, "cosine matrix", "余弦相似度矩阵"):
         if isinstance(got, torch.Tensor) and got.shape == want.shape and \
                 torch.allclose(got.detach().float(), a @ b.T, atol=1e-4):
-            _say("Hint: these are plain dot products. Divide each row by its length first (F.normalize), so that "
+            say("Hint: these are plain dot products. Divide each row by its length first (F.normalize), so that "
                  "only the direction counts.",
                  "提示：这只是点积。先把每一行除以它的长度（F.normalize），这样只有方向起作用。")
         elif isinstance(got, torch.Tensor) and got.shape == (5, 4):
-            _say("Hint: rows must be the sentences of a, columns those of b.",
+            say("Hint: rows must be the sentences of a, columns those of b.",
                  "提示：行对应 a 中的句子，列对应 b 中的句子。")
         return False
-    _say("✓ Correct: every entry lies in [-1, 1], and cos(x, x) = 1.",
-         "✓ 正确：每个元素都在 [-1, 1] 之间，且 cos(x, x) = 1。")
-    return True
+    return passed("Correct: every entry lies in [-1, 1], and cos(x, x) = 1.",
+                  "正确：每个元素都在 [-1, 1] 之间，且 cos(x, x) = 1。")
 
 
 _TOY_VOCAB = {"[UNK]", "un", "una", "##ff", "##ffa", "##able", "##ble", "##a", "play", "##ing", "##s", "p",
@@ -467,27 +413,25 @@ def reference_wordpiece(word: str, vocab) -> list[str]:
     return [UNK] if UNK in pieces else pieces
 
 
+@never_raises
 def check_wordpiece(fn) -> bool:
     """Exercise 3: ``fn(word, vocab) -> list of pieces``, greedy longest match first, ``##`` for continuations,
     ``["[UNK]"]`` for the whole word when some rest matches nothing."""
     for word, want in _TOY_WORDS.items():
-        ok, got = _run(fn, word, set(_TOY_VOCAB))
-        if ok is None:
-            return _not_attempted()
+        ok, got = attempt(fn, word, set(_TOY_VOCAB))
         if not ok:
             return False
         if not isinstance(got, (list, tuple)) or list(got) != want:
-            _say(f"{word!r}: expected {want}, got {got!r}.", f"{word!r}：应该得到 {want}，实际是 {got!r}。")
+            fail(f"{word!r}: expected {want}, got {got!r}.", f"{word!r}：应该得到 {want}，实际是 {got!r}。")
             if isinstance(got, (list, tuple)) and word == "unaffable" and list(got)[:1] == ["un"]:
-                _say("Hint: take the LONGEST piece in the vocabulary first (try the whole rest, then shorten it).",
+                say("Hint: take the LONGEST piece in the vocabulary first (try the whole rest, then shorten it).",
                      "提示：每次先取词表里**最长**的片段（先试剩下的整段，再一个字符一个字符地缩短）。")
             elif isinstance(got, (list, tuple)) and "[UNK]" in got and len(got) > 1:
-                _say("Hint: when a rest matches nothing, the whole word becomes a single [UNK].",
+                say("Hint: when a rest matches nothing, the whole word becomes a single [UNK].",
                      "提示：只要有一段匹配不上，整个词就变成一个 [UNK]。")
             elif isinstance(got, (list, tuple)) and len(got) > 1 and not str(got[1]).startswith("##"):
-                _say("Hint: pieces after the first are looked up with the '##' prefix.",
+                say("Hint: pieces after the first are looked up with the '##' prefix.",
                      "提示：除第一个片段外，其余片段查词表时都要加上前缀 '##'。")
             return False
-    _say("✓ Correct: this is exactly BERT's WordPiece (plus the 100-character limit).",
-         "✓ 正确：这正是 BERT 的 WordPiece（它另外还限制每个词最多 100 个字符）。")
-    return True
+    return passed("Correct: this is exactly BERT's WordPiece (plus the 100-character limit).",
+                  "正确：这正是 BERT 的 WordPiece（它另外还限制每个词最多 100 个字符）。")

@@ -1,0 +1,333 @@
+"""Lesson 12 · masked language modelling: figures, the fill-in-the-blank widget and the exercise checks.
+
+The masking itself is :func:`course_utils.mlm.mask_tokens`; the notebook trains a :class:`~course_utils.models.
+MaskedLM` with it. This module holds what would distract from that:
+
+* :func:`plot_masking`: which tokens of a batch were selected and what became of them (``<mask>`` / random /
+  unchanged);
+* :func:`fill_mask`: the top-k fill-ins of one masked word, and :func:`build_fill_mask_widget` around it (type or
+  pick a sentence, choose the word to hide → bar chart of the model's guesses);
+* :func:`plot_scores`: masked-token accuracy against the unigram baseline;
+* the ``check_*`` functions of the exercises (they print a verdict and never raise).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+
+from .. import i18n, viz
+from ..exercises import attempt, fail, passed, type_problem
+from ..mlm import IGNORE_INDEX, mask_tokens
+
+# ------------------------------------------------------------------------------------------------------------
+# Figures
+# ------------------------------------------------------------------------------------------------------------
+
+_KINDS = ("kept", "mask", "random", "unchanged")
+_COLORS = {"kept": "#f2f2f2", "mask": "#f4a259", "random": "#e4572e", "unchanged": "#76b041"}
+_KIND_LABELS = {
+    "kept": {"en": "not selected (label −100)", "zh": "未选中（标签 −100）"},
+    "mask": {"en": "selected → <mask>", "zh": "选中 → <mask>"},
+    "random": {"en": "selected → random token", "zh": "选中 → 随机词元"},
+    "unchanged": {"en": "selected, left unchanged", "zh": "选中，保持不变"},
+}
+
+
+def masking_kinds(ids: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
+    """Per position: 0 not selected, 1 replaced by ``<mask>``, 2 by a random token, 3 selected but unchanged.
+
+    A random draw that happens to pick the original token counts as unchanged (the model cannot tell).
+    """
+    selected = labels != IGNORE_INDEX
+    same = inputs == ids
+    kinds = torch.zeros(ids.shape, dtype=torch.long)
+    kinds[selected & same] = 3
+    kinds[selected & ~same] = 2
+    return kinds.numpy()
+
+
+def plot_masking(ids, inputs, labels, tok, mask_id: int | None = None, lang=None, max_len: int = 16):
+    """One row per sentence, one cell per token (what the model reads), coloured by what masking did to it."""
+    code = viz.use_language(lang)
+    mask_id = tok.mask_id if mask_id is None else mask_id
+    kinds = masking_kinds(ids, inputs, labels)
+    kinds[(inputs == mask_id).numpy() & (labels != IGNORE_INDEX).numpy()] = 1
+    b, t = ids.shape
+    t = min(t, max_len)
+    fig = viz.new_figure((1.0 + 0.95 * t, 1.2 + 0.55 * b))
+    ax = fig.add_subplot()
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    cmap = ListedColormap([_COLORS[k] for k in _KINDS])
+    pad = (ids[:, :t] == tok.pad_id).numpy()
+    ax.imshow(np.ma.masked_where(pad, kinds[:, :t]), cmap=cmap, vmin=-0.5, vmax=3.5, aspect="auto")
+    for i in range(b):
+        for j in range(t):
+            if pad[i, j]:
+                continue
+            shown = tok.itos[int(inputs[i, j])]
+            if kinds[i, j] in (1, 2):  # show what it was, too
+                shown = f"{shown}\n({tok.itos[int(ids[i, j])]})"
+            ax.text(j, i, shown, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(t))
+    ax.set_yticks(range(b))
+    ax.set_xlabel(i18n.tr("position", code))
+    ax.set_ylabel(i18n.pick({"en": "sentence", "zh": "句子"}, code))
+    ax.legend(handles=[Patch(color=_COLORS[k], label=i18n.pick(_KIND_LABELS[k], code)) for k in _KINDS],
+              loc="upper center", bbox_to_anchor=(0.5, -0.18 if b < 4 else -0.1), ncols=4, fontsize=8)
+    ax.set_title(i18n.pick({"en": "What the model reads (original token in brackets)",
+                            "zh": "模型读到的输入（括号里是原来的词元）"}, code))
+    return fig
+
+
+def plot_scores(scores: dict, lang=None):
+    """Horizontal bars: accuracy (in %) of each named predictor on the same masked positions."""
+    code = viz.use_language(lang)
+    names = list(scores)
+    values = [100 * float(scores[n]) for n in names]
+    fig = viz.new_figure((7, 0.8 + 0.55 * len(names)))
+    ax = fig.add_subplot()
+    colors = ["tab:gray"] + ["tab:blue"] * (len(names) - 1)
+    ax.barh(range(len(names)), values, color=colors)
+    for i, v in enumerate(values):
+        ax.text(v + 0.5, i, f"{v:.1f} %", va="center")
+    ax.set_yticks(range(len(names)), labels=names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(values) * 1.2 + 1)
+    ax.set_xlabel(i18n.pick({"en": "accuracy on the masked positions (%)", "zh": "被遮住位置上的准确率（%）"}, code))
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Fill in the blank
+# ------------------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def fill_mask(model, tok, words: list[str], position: int, k: int = 5) -> tuple[list[str], list[float]]:
+    """Replace ``words[position]`` by ``<mask>`` and return the model's ``k`` best tokens and their probabilities.
+
+    ``words``: the sentence as tokens (``tok.tokenize(sentence)``). Special tokens are never proposed.
+    """
+    if not 0 <= position < len(words):
+        raise ValueError(i18n.pick({"en": "position {p} is outside the sentence (0 to {n})",
+                                    "zh": "位置 {p} 超出了句子的范围（0 到 {n}）"}).format(p=position,
+                                                                                       n=len(words) - 1))
+    ids = [tok.token_to_id(w) for w in words]
+    ids[position] = tok.mask_id
+    model.eval()
+    logits = model(torch.tensor([ids]))[0, position].float()  # (V,)
+    logits[: tok.mask_id + 1] = float("-inf")  # never propose <pad> <unk> <bos> <eos> <mask>
+    probs = torch.softmax(logits, dim=-1)
+    top = probs.topk(k)
+    return [tok.itos[i] for i in top.indices.tolist()], top.values.tolist()
+
+
+def _render_fill(model, tok, sentence: str, position: int, k: int, lang=None):
+    code = viz.use_language(lang)
+    words = tok.tokenize(sentence)
+    if not words:
+        raise ValueError(i18n.pick({"en": "type a sentence first", "zh": "请先输入一个句子"}))
+    if position >= len(words):
+        raise ValueError(i18n.pick({"en": "the sentence has only {n} words: choose a position from 0 to {m}",
+                                    "zh": "这个句子只有 {n} 个词：请选择 0 到 {m} 之间的位置"})
+                         .format(n=len(words), m=len(words) - 1))
+    guesses, probs = fill_mask(model, tok, words, position, k)
+    target = words[position]
+    shown = " ".join("[MASK]" if i == position else w for i, w in enumerate(words))
+    fig = viz.new_figure((7.5, 1.4 + 0.38 * k))
+    ax = fig.add_subplot()
+    colors = ["tab:green" if g == target else "tab:blue" for g in guesses]
+    ax.barh(range(k), probs, color=colors)
+    ax.set_yticks(range(k), labels=guesses)
+    ax.invert_yaxis()
+    for i, p in enumerate(probs):
+        ax.text(p + 0.01, i, f"{p:.2f}", va="center", fontsize=9)
+    ax.set_xlim(0, min(1.0, max(probs) * 1.25 + 0.05))
+    ax.set_xlabel(i18n.pick({"en": "P(word | both sides)", "zh": "P(词 | 左右两侧的上下文)"}, code))
+    hidden = i18n.pick({"en": "hidden word: “{w}”", "zh": "被遮住的词：“{w}”"}, code).format(w=target)
+    ax.set_title(f"{shown}\n{hidden}", fontsize=10)
+    in_vocab = target in tok.stoi
+    rank = guesses.index(target) + 1 if target in guesses else None
+    state = {"words": words, "position": position, "target": target, "target_in_vocab": in_vocab,
+             "guesses": guesses, "probs": probs, "rank": rank, "masked_sentence": shown}
+    return fig, state
+
+
+def build_fill_mask_widget(model, tok, sentences, position: int = 1, k: int = 8):
+    """Type or pick a sentence, choose which word to hide → the model's top-k fill-ins as a bar chart."""
+    from ..widgets import LessonWidget, slider
+
+    sentences = list(sentences)
+    if not sentences:
+        raise ValueError("give at least one example sentence")
+    sentence_box = widgets.Combobox(value=sentences[0], options=sentences, ensure_option=False,
+                                    continuous_update=False, layout=widgets.Layout(width="95%"),
+                                    description=i18n.pick({"en": "sentence", "zh": "句子"}),
+                                    style={"description_width": "initial"})
+    n_words = max(1, len(tok.tokenize(sentences[0])))
+    position_slider = slider("position", 0, max(n_words - 1, 1), 1, min(position, max(n_words - 1, 1)),
+                             label={"en": "word to hide (position)", "zh": "要遮住的词（位置）"})
+
+    def fit_slider(change):  # the slider's range follows the sentence (before the widget re-renders)
+        n = len(tok.tokenize(change["new"]))
+        if n >= 2:
+            position_slider.max = n - 1
+
+    sentence_box.observe(fit_slider, names="value")
+    controls = {"sentence": sentence_box, "position": position_slider,
+                "k": slider("k", 3, 15, 1, int(k), label={"en": "top-k shown", "zh": "显示前 k 个"})}
+
+    def render(sentence, position, k):
+        return _render_fill(model, tok, sentence, position, k)
+
+    return LessonWidget(controls, render, title={"en": "Fill in the blank", "zh": "完形填空"})
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Exercise checks: print a verdict, return True / False, never raise
+# ------------------------------------------------------------------------------------------------------------
+
+_V, _MASK, _SPECIAL = 40, 4, (0, 1, 2, 3, 4)
+
+
+def _z(count: int, trials: int, q: float) -> float:
+    return abs(count - trials * q) / math.sqrt(max(trials * q * (1 - q), 1e-12))
+
+
+def check_bert_masking(fn) -> bool:
+    """Exercise 1: ``fn(ids, mask_id, vocab_size, special_ids, p, generator) -> (inputs, labels)`` follows BERT:
+    p of the ordinary tokens selected; of those 80 % ``<mask>``, 10 % random, 10 % unchanged; labels −100
+    elsewhere; special tokens never selected."""
+    g = torch.Generator().manual_seed(12)
+    ids = torch.randint(5, _V, (128, 64), generator=g)
+    ids[:, 0] = 2
+    ids[:, 48:] = 0  # padding
+    ok, got = attempt(fn, ids.clone(), _MASK, _V, _SPECIAL, 0.15, torch.Generator().manual_seed(0))
+    if not ok:
+        return False
+    if not (isinstance(got, tuple) and len(got) == 2):
+        return fail("Return a pair (inputs, labels).", "请返回一个二元组 (inputs, labels)。")
+    inputs, labels = got
+    for name, t in (("inputs", inputs), ("labels", labels)):
+        problem = type_problem(t, ids.shape)
+        if problem is not None:
+            return fail(f"{name}: {problem[0]}", f"{name}：{problem[1]}")
+    special = torch.isin(ids, torch.tensor(_SPECIAL))
+    selected = labels != IGNORE_INDEX
+    if bool(selected.all()):
+        return fail("No label is −100: only the selected positions get their original id as the label; every "
+                    "other label must be −100, so that the loss ignores it.",
+                    "没有一个标签是 −100：只有被选中的位置以原来的 ID 作为标签，其余位置的标签都必须是 −100，"
+                    "这样损失才会忽略它们。")
+    if not torch.equal(labels[selected], ids[selected]):
+        return fail("At the selected positions the label must be the *original* token id.",
+                    "被选中的位置上，标签必须是*原来的*词元 ID。")
+    if (selected & special).any():
+        return fail("Special tokens (<pad>, <bos>, …) were selected: only ordinary tokens may be.",
+                    "特殊词元（<pad>、<bos> 等）被选中了：只有普通词元才能被选中。")
+    if not torch.equal(inputs[~selected], ids[~selected]):
+        return fail("A position that is not selected was changed: leave it as it is (its label is −100).",
+                    "没被选中的位置被改动了：应保持原样（它的标签是 −100）。")
+    n_ordinary, n_sel = int((~special).sum()), int(selected.sum())
+    if n_sel == 0:
+        return fail("Nothing was selected: select each ordinary position with probability p.",
+                    "一个位置都没有选中：每个普通位置应以概率 p 被选中。")
+    if _z(n_sel, n_ordinary, 0.15) > 5:
+        return fail(f"{100 * n_sel / n_ordinary:.1f} % of the ordinary tokens were selected; expected p = 15 % "
+                    "(padding and special tokens do not count).",
+                    f"普通词元中有 {100 * n_sel / n_ordinary:.1f} % 被选中；应为 p = 15 %（填充和特殊词元不算在内）。")
+    masked = int((selected & (inputs == _MASK)).sum())
+    unchanged = int((selected & (inputs == ids)).sum())
+    replaced = n_sel - masked - unchanged
+    if masked == n_sel:
+        return fail("Every selected token became <mask>: BERT keeps 10 % unchanged and replaces 10 % by a random "
+                    "token, so the model must also care about tokens that look normal.",
+                    "被选中的词元全都变成了 <mask>：BERT 会让 10 % 保持不变、10 % 换成随机词元，"
+                    "这样模型对看起来正常的词元也得认真对待。")
+    for count, q, en, zh in ((masked, 0.8, "<mask>", "<mask>"), (replaced, 0.1, "a random token", "随机词元"),
+                             (unchanged, 0.1, "unchanged", "保持不变")):
+        if _z(count, n_sel, q) > 5:
+            return fail(f"{100 * count / n_sel:.1f} % of the selected tokens are {en}; expected about {100 * q:.0f} %.",
+                        f"被选中的词元中有 {100 * count / n_sel:.1f} % 是{zh}；应约为 {100 * q:.0f} %。")
+    random_tokens = inputs[selected & (inputs != ids) & (inputs != _MASK)]
+    if torch.isin(random_tokens, torch.tensor(_SPECIAL)).any():
+        return fail("A random replacement was a special token (e.g. <pad>): draw from the ordinary tokens only.",
+                    "随机替换时抽到了特殊词元（比如 <pad>）：只能从普通词元里抽。")
+    return passed(f"Correct: {100 * n_sel / n_ordinary:.1f} % selected, of which {100 * masked / n_sel:.0f} % "
+                  f"<mask>, {100 * replaced / n_sel:.0f} % random, {100 * unchanged / n_sel:.0f} % unchanged.",
+                  f"正确：选中了 {100 * n_sel / n_ordinary:.1f} %，其中 {100 * masked / n_sel:.0f} % 变成 <mask>，"
+                  f"{100 * replaced / n_sel:.0f} % 换成随机词元，{100 * unchanged / n_sel:.0f} % 保持不变。")
+
+
+def check_masked_accuracy(fn) -> bool:
+    """Exercise 2: ``fn(logits (B, T, V), labels (B, T))`` = accuracy over the positions whose label != −100."""
+    g = torch.Generator().manual_seed(13)
+    logits = torch.randn(4, 9, 12, generator=g)
+    labels = torch.full((4, 9), IGNORE_INDEX)
+    chosen = torch.rand(4, 9, generator=g) < 0.3
+    labels[chosen] = torch.randint(0, 12, (int(chosen.sum()),), generator=g)
+    argmax = logits.argmax(-1)
+    right = chosen & (torch.arange(9) % 2 == 0)
+    labels[right] = argmax[right]  # about half of the scored positions are right
+    keep = labels != IGNORE_INDEX
+    want = float((argmax[keep] == labels[keep]).float().mean())
+    ok, got = attempt(fn, logits.clone(), labels.clone())
+    if not ok:
+        return False
+    try:
+        value = float(got)
+    except (TypeError, ValueError, RuntimeError):
+        return fail(f"Return a number (a float or a 0-d tensor), got {type(got).__name__}.",
+                    f"请返回一个数（float 或 0 维张量），实际得到的是 {type(got).__name__}。")
+    if abs(value - want) < 1e-6:
+        return passed(f"Correct: {value:.3f} on the {int(keep.sum())} scored positions.",
+                      f"正确：在 {int(keep.sum())} 个计分位置上准确率为 {value:.3f}。")
+    everywhere = float((argmax == labels).float().mean())
+    if abs(value - everywhere) < 1e-6:
+        return fail("You averaged over every position: keep only those whose label is not −100.",
+                    "你对所有位置都求了平均：只应保留标签不等于 −100 的位置。")
+    return fail(f"Expected {want:.4f}, got {value:.4f}: argmax over the vocabulary, compare with the label, "
+                "average over the positions with label != −100.",
+                f"应为 {want:.4f}，实际是 {value:.4f}：在词表维度上取 argmax，与标签比较，"
+                "只在标签不等于 −100 的位置上求平均。")
+
+
+def check_unigram_baseline(fn) -> bool:
+    """Exercise 3: ``fn(train_ids, labels, special_ids) -> accuracy`` of always guessing the most frequent
+    ordinary training token."""
+    train = torch.tensor([0, 0, 0, 0, 2, 7, 7, 7, 8, 8, 9, 3, 3, 3, 3, 3])  # <pad> and <eos> are the most frequent
+    labels = torch.tensor([[7, IGNORE_INDEX, 8, 7, IGNORE_INDEX], [9, 7, IGNORE_INDEX, IGNORE_INDEX, 8]])
+    ok, got = attempt(fn, train.clone(), labels.clone(), _SPECIAL)
+    if not ok:
+        return False
+    try:
+        value = float(got)
+    except (TypeError, ValueError, RuntimeError):
+        return fail(f"Return a number, got {type(got).__name__}.", f"请返回一个数，实际得到的是 {type(got).__name__}。")
+    if abs(value - 0.5) < 1e-6:
+        return passed("Correct: the context-free best guess is the most frequent ordinary token.",
+                      "正确：不看上下文时，最好的猜法就是最常见的普通词元。")
+    if abs(value - 0.0) < 1e-6:
+        return fail("0 %: probably you guessed a special token (<pad> or <eos> are the most frequent ids here); "
+                    "a masked position is never special, so skip them.",
+                    "准确率为 0 %：你大概猜的是特殊词元（这里最常见的 ID 是 <pad> 和 <eos>）；"
+                    "被遮住的位置永远不会是特殊词元，所以要跳过它们。")
+    if abs(value - 0.3) < 1e-6:
+        return fail("You averaged over every position: only those with label != −100 count.",
+                    "你对所有位置都求了平均：只有标签不等于 −100 的位置才算数。")
+    return fail(f"Expected 0.5, got {value:.4f}: find the most frequent non-special id in train_ids, then the "
+                "fraction of the scored labels equal to it.",
+                f"应为 0.5，实际是 {value:.4f}：先在 train_ids 里找出最常见的非特殊 ID，"
+                "再算计分位置的标签中有多大比例等于它。")
+
+
+def reference_bert_masking(ids, mask_id, vocab_size, special_ids, p, generator):
+    """The solution of exercise 1, for the tests: :func:`course_utils.mlm.mask_tokens`."""
+    return mask_tokens(ids, vocab_size, mask_id, special_ids, p=p, generator=generator)

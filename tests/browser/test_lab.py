@@ -1,0 +1,191 @@
+"""A lesson widget in a real JupyterLab: run all cells, move a slider in the browser, see the figure change.
+
+The server runs on 127.0.0.1 (a free port, a random token, its own runtime, config, settings and workspace
+folders in a temporary directory) on a copy of ``notebooks/en/02_positional_encoding.ipynb``; the browser is
+headless Chromium with every request to anything but that server aborted and recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LESSON = REPO / "notebooks" / "en" / "02_positional_encoding.ipynb"
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 5.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (our own local server)
+        return response.read()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a copy of the lesson; yields (base_url, token, notebook path relative to root)."""
+    tmp_path = tmp_path_factory.mktemp("lab")
+    if not LESSON.is_file():
+        pytest.skip(f"{LESSON.relative_to(REPO)} does not exist yet")
+    root = tmp_path / "root"
+    (root / "en").mkdir(parents=True)  # an `en` folder: the notebook's language, as in notebooks/en
+    shutil.copy(LESSON, root / "en" / LESSON.name)
+    # No "Would you like to get notified about official Jupyter news?" toast over the notebook.
+    notification = tmp_path / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text(json.dumps({"fetchNews": "false"}))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    log = (tmp_path / "lab.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=",
+         "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _get(f"{base}/api/status?token={token}")
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail(f"jupyter lab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
+                time.sleep(0.3)
+        yield base, token, f"en/{LESSON.name}"
+    finally:
+        # Clean shutdown through the API (kernels included), then make sure the process is gone.
+        try:
+            request = urllib.request.Request(f"{base}/api/shutdown", method="POST",
+                                             headers={"Authorization": f"token {token}"})
+            urllib.request.urlopen(request, timeout=10).read()  # noqa: S310
+        except OSError:
+            pass
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(10)
+        log.close()
+
+
+# Polled (not awaited): the notebook is open, its kernel started and idle.
+READY = """() => {
+  const app = window.jupyterapp, panel = app && app.shell.currentWidget;
+  if (!panel || !panel.sessionContext || !panel.context || !panel.context.isReady) { return false; }
+  const session = panel.sessionContext.session, kernel = session && session.kernel;
+  return panel.sessionContext.isReady && !!kernel && kernel.status === 'idle'
+      && kernel.connectionStatus === 'connected';
+}"""
+
+ALL_RUN = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets.filter(c => c.model.type === 'code');
+  const kernel = panel.sessionContext.session.kernel;
+  return kernel.status === 'idle' && cells.every(c => c.model.executionCount !== null);
+}"""
+
+WIDGET = """() => {
+  // The first lesson widget: a box with a slider and an image (the figure in its Output).
+  for (const slider of document.querySelectorAll('.jp-OutputArea .widget-slider')) {
+    const box = slider.closest('.widget-vbox');
+    const img = box && box.querySelector('img');
+    if (img) {
+      box.setAttribute('data-test-widget', '');
+      return {src: img.src, readout: slider.querySelector('.widget-readout').textContent,
+              label: slider.querySelector('.widget-label').textContent};
+    }
+  }
+  return null;
+}"""
+
+
+def open_notebook(new_page, lab):
+    base, token, notebook = lab
+    page, network, errors = new_page(viewport=(1400, 1000), allowed=(base + "/",))
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}", wait_until="domcontentloaded")
+    page.wait_for_function(READY, timeout=60_000, polling=500)
+    return page, network, errors
+
+
+def test_slider_changes_the_figure(lab, new_page):
+    started = time.perf_counter()
+    page, network, errors = open_notebook(new_page, lab)
+
+    # Run > Run All Cells, through JupyterLab's own command.
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(ALL_RUN, timeout=120_000, polling=500)
+    errors_in_cells = page.evaluate(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output[data-mime-type*=\"error\"]')]"
+        ".map(e => e.textContent.slice(0, 300)).slice(0, 3)")
+    before = page.evaluate(WIDGET)
+    assert before is not None, f"no slider widget with a figure after running all cells; errors: {errors_in_cells}"
+    assert before["src"].startswith("data:image/png") or before["src"].startswith("blob:"), before["src"][:40]
+
+    # Move the slider with the keyboard, as a student can: focus its handle and press the right arrow.
+    handle = page.locator("[data-test-widget] .widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.keyboard.press("ArrowRight")  # one step: one new render
+    page.wait_for_function(
+        "(old) => { const img = document.querySelector('[data-test-widget] img');"
+        "           return img && img.complete && img.src !== old; }",
+        arg=before["src"], timeout=30_000, polling=200)
+    after = page.evaluate(WIDGET)
+    assert after["readout"] != before["readout"], (before["readout"], after["readout"])
+    assert after["src"] != before["src"]
+    page.locator("[data-test-widget]").screenshot(
+        path=str(REPO / "build" / "slides" / "screenshots" / "lab_widget_after_slider.png"))
+    assert errors == [], f"JavaScript errors: {errors}"
+    assert network.blocked == [], f"JupyterLab tried to reach the internet: {json.dumps(network.blocked)[:500]}"
+    print(f"lab test: {time.perf_counter() - started:.1f} s in the browser; slider {before['label']!r} "
+          f"{before['readout']} -> {after['readout']}")
+
+
+def test_rise_slideshow_opens_offline(lab, new_page):
+    """Alt+R (RISE) renders the notebook as reveal.js slides next to it, maths typeset, without internet.
+
+    RISE's default theme asks fonts.googleapis.com for two web fonts; offline the browser uses local fonts
+    instead, so those two requests are the only ones allowed to fail here.
+    """
+    page, network, errors = open_notebook(new_page, lab)
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.keyboard.press("Escape")  # command mode: where RISE's shortcut listens
+    page.keyboard.press("Alt+r")
+    slides = page.frame_locator("iframe[src*='/rise/']")
+    slides.locator(".reveal .slides section").nth(5).wait_for(state="attached", timeout=60_000)
+    slides.locator(".reveal mjx-container").first.wait_for(state="attached", timeout=60_000)
+    slides.locator(".reveal .slides section.present h1").first.wait_for(state="visible", timeout=30_000)
+    page.wait_for_timeout(1000)  # reveal's transition, for the screenshot
+    page.screenshot(path=str(REPO / "build" / "slides" / "screenshots" / "lab_rise_slideshow.png"))
+    assert errors == [], f"JavaScript errors: {errors}"
+    unexpected = [url for url in network.blocked if not url.startswith("https://fonts.googleapis.com/")]
+    assert unexpected == [], f"RISE tried to reach the internet: {unexpected}"

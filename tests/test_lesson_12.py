@@ -1,0 +1,251 @@
+"""Lesson 12 (masked language modelling): figures, the fill-in-the-blank widget and the exercise checks."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from course_utils import i18n
+from course_utils.lessons import l12_masked_lm as l12
+from course_utils.mlm import IGNORE_INDEX, mask_tokens, masked_logits
+from course_utils.models import MaskedLM
+from course_utils.tokenizers import WordTokenizer
+
+matplotlib.use("Agg")
+
+SENTENCES = ["the film is a charming and funny story", "it is not a bad movie at all",
+             "the acting is good and the story is funny", "a smart , funny and moving film"]
+
+
+@pytest.fixture(autouse=True)
+def english():
+    i18n.set_language("en")
+    yield
+    i18n.set_language(None)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A tiny *untrained* MaskedLM: the widget's logic does not need a trained model."""
+    tok = WordTokenizer.from_texts(SENTENCES)
+    torch.manual_seed(0)
+    model = MaskedLM(tok.vocab_size, d_model=16, n_heads=2, n_layers=1, dropout=0.0, max_len=32).eval()
+    return model, tok
+
+
+# --- masking figure and helpers -----------------------------------------------------------------------------
+
+def test_masking_kinds_and_plot(tiny):
+    _, tok = tiny
+    ids = tok.encode_batch(SENTENCES)
+    inputs, labels = mask_tokens(ids, tok.vocab_size, tok.mask_id, range(5), p=0.6,
+                                 generator=torch.Generator().manual_seed(0))
+    kinds = l12.masking_kinds(ids, inputs, labels)
+    selected = (labels != IGNORE_INDEX).numpy()
+    assert ((kinds > 0) == selected).all()
+    assert (kinds[(inputs != ids).numpy()] == 2).all()        # changed: <mask> or random (plot splits them)
+    fig = l12.plot_masking(ids, inputs, labels, tok)
+    ax = fig.axes[0]
+    data = ax.images[0].get_array()
+    n_mask = int(((inputs == tok.mask_id) & (labels != IGNORE_INDEX)).sum())
+    assert int((data == 1).sum()) == n_mask and n_mask > 0
+    assert data.mask[(ids == tok.pad_id).numpy()].all()      # padding cells are blank
+    texts = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("<mask>\n(") for t in texts)      # the original word is shown under <mask>
+    assert len(ax.get_legend().get_texts()) == 4
+
+
+def test_plot_scores():
+    fig = l12.plot_scores({"unigram": 0.05, "model": 0.15})
+    widths = [p.get_width() for p in fig.axes[0].patches]
+    np.testing.assert_allclose(widths, [5.0, 15.0])
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["unigram", "model"]
+
+
+def test_fill_mask_never_proposes_special_tokens(tiny):
+    model, tok = tiny
+    words = tok.tokenize(SENTENCES[0])
+    guesses, probs = l12.fill_mask(model, tok, words, 3, k=6)
+    assert len(guesses) == len(probs) == 6
+    assert not set(guesses) & {"<pad>", "<unk>", "<bos>", "<eos>", "<mask>"}
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
+    with pytest.raises(ValueError, match="outside the sentence"):
+        l12.fill_mask(model, tok, words, len(words), k=3)
+
+
+def test_masked_logits_is_the_model_at_selected_positions(tiny):
+    model, tok = tiny
+    ids = tok.encode_batch(SENTENCES)
+    inputs, labels = mask_tokens(ids, tok.vocab_size, tok.mask_id, range(5), p=0.5,
+                                 generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        logits, targets = masked_logits(model, inputs, labels)
+        torch.testing.assert_close(logits, model(inputs)[labels != IGNORE_INDEX])
+    assert torch.equal(targets, labels[labels != IGNORE_INDEX])
+
+
+# --- widget -------------------------------------------------------------------------------------------------
+
+def test_widget_position_sentence_and_k(tiny):
+    model, tok = tiny
+    w = l12.build_fill_mask_widget(model, tok, SENTENCES, position=1, k=5)
+    assert w.state["target"] == "film" and w.state["masked_sentence"].split()[1] == "[MASK]"
+    assert len(w.figure.axes[0].patches) == 5
+    first = list(w.state["probs"])
+
+    w.controls["position"].value = 4                           # another word hidden: other guesses
+    assert w.state["target"] == "charming" and w.state["position"] == 4
+    assert w.state["probs"] != first
+
+    w.controls["k"].value = 9
+    assert len(w.state["guesses"]) == 9 and len(w.figure.axes[0].patches) == 9
+    bars = [t.get_text() for t in w.figure.axes[0].get_yticklabels()]
+    assert bars == w.state["guesses"]
+    colors = [p.get_facecolor() for p in w.figure.axes[0].patches]
+    if w.state["rank"] is not None:                              # the hidden word is highlighted
+        assert colors[w.state["rank"] - 1] != colors[w.state["rank"] % 9]
+
+    w.controls["sentence"].value = SENTENCES[3]                 # slider range follows the sentence
+    assert w.controls["position"].max == len(tok.tokenize(SENTENCES[3])) - 1
+    assert w.state["words"] == tok.tokenize(SENTENCES[3])
+
+
+def test_widget_typed_sentence_and_errors(tiny):
+    model, tok = tiny
+    w = l12.build_fill_mask_widget(model, tok, SENTENCES, position=2)
+    w.controls["sentence"].value = "a funny zebra story"        # typed; 'zebra' is not in the vocabulary
+    assert w.state["words"] == ["a", "funny", "zebra", "story"]
+    w.controls["position"].value = 2
+    assert w.state["target"] == "zebra" and w.state["target_in_vocab"] is False and w.state["rank"] is None
+    renders = w.renders
+    w.controls["sentence"].value = ""                            # nothing to mask: message, last figure kept
+    assert w.error is not None and w.renders == renders
+    w.controls["sentence"].value = "funny"                       # one word: position 2 is outside
+    assert w.error is not None and "1 words" in w.error
+    w.set(sentence=SENTENCES[0], position=0)
+    assert w.error is None and w.state["target"] == "the"
+
+
+def test_widget_speaks_chinese(tiny):
+    model, tok = tiny
+    i18n.set_language("zh")
+    w = l12.build_fill_mask_widget(model, tok, SENTENCES)
+    assert "被遮住的词" in w.figure.axes[0].get_title()
+    assert "句子" in w.controls["sentence"].description
+
+
+# --- exercise checks ----------------------------------------------------------------------------------------
+
+def _not_implemented(*args):
+    raise NotImplementedError
+
+
+def _solution_masking(ids, mask_id, vocab_size, special_ids, p, generator):
+    special = torch.tensor(list(special_ids))
+    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, special)
+    u = torch.rand(ids.shape, generator=generator)
+    ordinary = torch.tensor([i for i in range(vocab_size) if i not in special_ids])
+    random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=generator)]
+    inputs = torch.where(selected & (u < 0.8), mask_id, ids)
+    inputs = torch.where(selected & (u >= 0.8) & (u < 0.9), random_ids, inputs)
+    return inputs, torch.where(selected, ids, -100)
+
+
+def _all_masked(ids, mask_id, vocab_size, special_ids, p, generator):   # the seed deck's version
+    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, torch.tensor(special_ids))
+    return torch.where(selected, mask_id, ids), torch.where(selected, ids, -100)
+
+
+def _selects_padding(ids, mask_id, vocab_size, special_ids, p, generator):
+    selected = torch.rand(ids.shape, generator=generator) < p
+    return torch.where(selected, mask_id, ids), torch.where(selected, ids, -100)
+
+
+def _labels_everywhere(ids, mask_id, vocab_size, special_ids, p, generator):
+    inputs, _ = _solution_masking(ids, mask_id, vocab_size, special_ids, p, generator)
+    return inputs, ids.clone()
+
+
+def _random_specials(ids, mask_id, vocab_size, special_ids, p, generator):
+    special = torch.tensor(list(special_ids))
+    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, special)
+    u = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(0, 5, ids.shape, generator=generator)   # only special ids: a visible bug
+    inputs = torch.where(selected & (u < 0.8), mask_id, ids)
+    inputs = torch.where(selected & (u >= 0.8) & (u < 0.9), random_ids, inputs)
+    return inputs, torch.where(selected, ids, -100)
+
+
+def _wrong_split(ids, mask_id, vocab_size, special_ids, p, generator):
+    special = torch.tensor(list(special_ids))
+    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, special)
+    u = torch.rand(ids.shape, generator=generator)
+    return torch.where(selected & (u < 0.5), mask_id, ids), torch.where(selected, ids, -100)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (_all_masked, "Every selected token became <mask>"),
+    (_selects_padding, "Special tokens"),
+    (_labels_everywhere, "No label is −100"),
+    (_random_specials, "special token"),
+    (_wrong_split, "expected about 80 %"),
+    (lambda *a: a[0], "pair"),
+])
+def test_check_bert_masking(capsys, wrong, message):
+    assert l12.check_bert_masking(_solution_masking) is True
+    assert l12.check_bert_masking(l12.reference_bert_masking) is True
+    assert "✓" in capsys.readouterr().out
+    assert l12.check_bert_masking(wrong) is False
+    assert message in capsys.readouterr().out
+
+
+def _accuracy(logits, labels):
+    keep = labels != -100
+    return (logits.argmax(-1)[keep] == labels[keep]).float().mean()
+
+
+def test_check_masked_accuracy(capsys):
+    assert l12.check_masked_accuracy(_accuracy) is True
+    assert l12.check_masked_accuracy(lambda lg, lb: float(_accuracy(lg, lb))) is True
+    capsys.readouterr()
+    assert l12.check_masked_accuracy(lambda lg, lb: (lg.argmax(-1) == lb).float().mean()) is False
+    assert "every position" in capsys.readouterr().out
+    assert l12.check_masked_accuracy(lambda lg, lb: 0.5) is False
+    assert "Expected" in capsys.readouterr().out
+    assert l12.check_masked_accuracy(lambda lg, lb: "high") is False
+
+
+def _unigram(train_ids, labels, special_ids):
+    counts = torch.bincount(train_ids.flatten()).float()
+    counts[[i for i in special_ids if i < len(counts)]] = -1
+    keep = labels != -100
+    return (labels[keep] == counts.argmax()).float().mean()
+
+
+def test_check_unigram_baseline(capsys):
+    assert l12.check_unigram_baseline(_unigram) is True
+    capsys.readouterr()
+    naive = lambda t, lb, s: (lb[lb != -100] == torch.bincount(t).argmax()).float().mean()  # noqa: E731
+    assert l12.check_unigram_baseline(naive) is False
+    assert "special" in capsys.readouterr().out
+    everywhere = lambda t, lb, s: (lb == 7).float().mean()  # noqa: E731
+    assert l12.check_unigram_baseline(everywhere) is False
+    assert "every position" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("check", [l12.check_bert_masking, l12.check_masked_accuracy, l12.check_unigram_baseline])
+def test_checks_handle_not_implemented_and_crashes(capsys, check):
+    assert check(_not_implemented) is False
+    assert "Not attempted yet" in capsys.readouterr().out
+    assert check(lambda *a: 1 / 0) is False
+    assert "ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_checks_speak_chinese(capsys):
+    i18n.set_language("zh")
+    assert l12.check_masked_accuracy(_not_implemented) is False
+    assert "还没有作答" in capsys.readouterr().out
+    assert l12.check_bert_masking(_solution_masking) is True
+    assert "正确" in capsys.readouterr().out
