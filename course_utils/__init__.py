@@ -47,7 +47,7 @@ _LAZY = {
     "tokenizers",
     "lessons",
     "validation",
-    "pretrained",
+    "pretrained", "wordpiece", "mlm", "lm_data", "speed", "exercises", "gpt_train",
     "budget",
 }
 

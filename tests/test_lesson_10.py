@@ -40,6 +40,17 @@ def widget(tiny, toks):
 
 # --- data
 
+def test_missing_packages_say_how_to_install(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "num2words", None)       # None in sys.modules: "import num2words" fails
+    monkeypatch.delitem(sys.modules, "course_utils.lessons.l10_seq2seq")
+    with pytest.raises(ImportError, match="pip install num2words cn2an"):
+        importlib.import_module("course_utils.lessons.l10_seq2seq")
+    # monkeypatch puts the original module back afterwards, so the other tests keep using it
+
+
 def test_texts():
     assert l10.source_text(312) == "three hundred and twelve"
     assert l10.target_text(312) == "三百一十二"

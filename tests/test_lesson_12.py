@@ -11,12 +11,12 @@ from course_utils import i18n
 from course_utils.lessons import l12_masked_lm as l12
 from course_utils.mlm import IGNORE_INDEX, mask_tokens, masked_logits
 from course_utils.models import MaskedLM
-from course_utils.tokenizers import WordTokenizer
+from course_utils.tokenizers import CharTokenizer, WordTokenizer
 
 matplotlib.use("Agg")
 
-SENTENCES = ["the film is a charming and funny story", "it is not a bad movie at all",
-             "the acting is good and the story is funny", "a smart , funny and moving film"]
+SENTENCES = ["To be, or not to be, that is the question", "What light through yonder window breaks?",
+             "First Citizen:\nBefore we proceed", "My lord, I will go with you."]
 
 
 @pytest.fixture(autouse=True)
@@ -28,10 +28,10 @@ def english():
 
 @pytest.fixture(scope="module")
 def tiny():
-    """A tiny *untrained* MaskedLM: the widget's logic does not need a trained model."""
-    tok = WordTokenizer.from_texts(SENTENCES)
+    """A tiny *untrained* character MaskedLM: the widget's logic does not need a trained model."""
+    tok = CharTokenizer.from_text("".join(SENTENCES))
     torch.manual_seed(0)
-    model = MaskedLM(tok.vocab_size, d_model=16, n_heads=2, n_layers=1, dropout=0.0, max_len=32).eval()
+    model = MaskedLM(tok.vocab_size, d_model=16, n_heads=2, n_layers=1, dropout=0.0, max_len=64).eval()
     return model, tok
 
 
@@ -53,26 +53,50 @@ def test_masking_kinds_and_plot(tiny):
     assert int((data == 1).sum()) == n_mask and n_mask > 0
     assert data.mask[(ids == tok.pad_id).numpy()].all()      # padding cells are blank
     texts = [t.get_text() for t in ax.texts]
-    assert any(t.startswith("<mask>\n(") for t in texts)      # the original word is shown under <mask>
-    assert len(ax.get_legend().get_texts()) == 4
+    assert any(t.startswith("■\n(") for t in texts)          # the original token is shown under <mask>
+    assert "' '" in texts                                      # spaces are visible
+    assert len(fig.legends[0].get_texts()) == 4
+
+
+def test_plot_masking_words_get_wide_cells():
+    tok = WordTokenizer.from_texts(["the film is a charming and funny story"])
+    ids = tok.encode_batch(["the film is a charming and funny story"])
+    inputs, labels = mask_tokens(ids, tok.vocab_size, tok.mask_id, range(5), p=0.5,
+                                 generator=torch.Generator().manual_seed(0))
+    fig = l12.plot_masking(ids, inputs, labels, tok)
+    assert fig.get_size_inches()[0] > 0.8 * ids.shape[1]
+    assert any("charming" in t.get_text() for t in fig.axes[0].texts)
 
 
 def test_plot_scores():
-    fig = l12.plot_scores({"unigram": 0.05, "model": 0.15})
-    widths = [p.get_width() for p in fig.axes[0].patches]
-    np.testing.assert_allclose(widths, [5.0, 15.0])
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["unigram", "model"]
+    fig = l12.plot_scores({"unigram": 0.05, "unigram top-5": 0.2, "model": 0.15}, n_baselines=2)
+    bars = fig.axes[0].patches
+    np.testing.assert_allclose([p.get_width() for p in bars], [5.0, 20.0, 15.0])
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["unigram", "unigram top-5", "model"]
+    assert bars[0].get_facecolor() == bars[1].get_facecolor() != bars[2].get_facecolor()
+
+
+def test_word_span_and_tokens_of(tiny):
+    _, tok = tiny
+    chars = l12.tokens_of(tok, "To be, or not")
+    assert l12.word_span(chars, 0) == [0, 1] and l12.word_span(chars, 4) == [3, 4]
+    assert l12.word_span(chars, 5) == [5] and l12.word_span(chars, 12) == [10, 11, 12]   # ',' alone; 'not'
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        l12.tokens_of(tok, "Zebra")
+    assert l12.show_token(" ") == "' '" and l12.show_token("\n") == "↵" and l12.show_token("a") == "a"
 
 
 def test_fill_mask_never_proposes_special_tokens(tiny):
     model, tok = tiny
-    words = tok.tokenize(SENTENCES[0])
-    guesses, probs = l12.fill_mask(model, tok, words, 3, k=6)
+    chars = list(SENTENCES[0])
+    guesses, probs = l12.fill_mask(model, tok, chars, 3, k=6)
     assert len(guesses) == len(probs) == 6
     assert not set(guesses) & {"<pad>", "<unk>", "<bos>", "<eos>", "<mask>"}
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
-    with pytest.raises(ValueError, match="outside the sentence"):
-        l12.fill_mask(model, tok, words, len(words), k=3)
+    _, hidden_more = l12.fill_mask(model, tok, chars, 3, k=6, hide=[3, 4, 5])
+    assert hidden_more != probs                                 # more context hidden: other guesses
+    with pytest.raises(ValueError, match="outside the sequence"):
+        l12.fill_mask(model, tok, chars, len(chars), k=3)
 
 
 def test_masked_logits_is_the_model_at_selected_positions(tiny):
@@ -88,51 +112,56 @@ def test_masked_logits_is_the_model_at_selected_positions(tiny):
 
 # --- widget -------------------------------------------------------------------------------------------------
 
-def test_widget_position_sentence_and_k(tiny):
+def test_widget_position_whole_word_and_k(tiny):
     model, tok = tiny
-    w = l12.build_fill_mask_widget(model, tok, SENTENCES, position=1, k=5)
-    assert w.state["target"] == "film" and w.state["masked_sentence"].split()[1] == "[MASK]"
+    w = l12.build_fill_mask_widget(model, tok, SENTENCES, position=3, k=5)
+    assert w.state["target"] == "b" and w.state["hidden"] == [3]
+    assert w.state["masked_text"].startswith("To [?]e,")
     assert len(w.figure.axes[0].patches) == 5
     first = list(w.state["probs"])
 
-    w.controls["position"].value = 4                           # another word hidden: other guesses
-    assert w.state["target"] == "charming" and w.state["position"] == 4
+    w.controls["position"].value = 17                          # 'o' of 'not': other guesses
+    assert w.state["target"] == "o" and w.state["position"] == 17
     assert w.state["probs"] != first
+
+    w.controls["whole_word"].value = True                      # hide 'not' entirely
+    assert w.state["hidden"] == [16, 17, 18] and "■[?]■" in w.state["masked_text"]
+    assert "3 masked" in w.figure.axes[0].get_title()
 
     w.controls["k"].value = 9
     assert len(w.state["guesses"]) == 9 and len(w.figure.axes[0].patches) == 9
     bars = [t.get_text() for t in w.figure.axes[0].get_yticklabels()]
-    assert bars == w.state["guesses"]
-    colors = [p.get_facecolor() for p in w.figure.axes[0].patches]
-    if w.state["rank"] is not None:                              # the hidden word is highlighted
+    assert bars == [l12.show_token(g) for g in w.state["guesses"]]
+    if w.state["rank"] is not None:                              # the hidden token is highlighted
+        colors = [p.get_facecolor() for p in w.figure.axes[0].patches]
         assert colors[w.state["rank"] - 1] != colors[w.state["rank"] % 9]
 
-    w.controls["sentence"].value = SENTENCES[3]                 # slider range follows the sentence
-    assert w.controls["position"].max == len(tok.tokenize(SENTENCES[3])) - 1
-    assert w.state["words"] == tok.tokenize(SENTENCES[3])
+    w.controls["sentence"].value = SENTENCES[2]                 # slider range follows the sentence
+    assert w.controls["position"].max == len(SENTENCES[2]) - 1
+    assert w.state["tokens"] == list(SENTENCES[2])
 
 
 def test_widget_typed_sentence_and_errors(tiny):
     model, tok = tiny
     w = l12.build_fill_mask_widget(model, tok, SENTENCES, position=2)
-    w.controls["sentence"].value = "a funny zebra story"        # typed; 'zebra' is not in the vocabulary
-    assert w.state["words"] == ["a", "funny", "zebra", "story"]
-    w.controls["position"].value = 2
-    assert w.state["target"] == "zebra" and w.state["target_in_vocab"] is False and w.state["rank"] is None
+    w.controls["sentence"].value = "a wise yonder"              # typed
+    assert w.state["tokens"] == list("a wise yonder")
     renders = w.renders
     w.controls["sentence"].value = ""                            # nothing to mask: message, last figure kept
     assert w.error is not None and w.renders == renders
-    w.controls["sentence"].value = "funny"                       # one word: position 2 is outside
-    assert w.error is not None and "1 words" in w.error
+    w.controls["sentence"].value = "Zoo"                         # 'Z' is not in the vocabulary
+    assert w.error is not None and "'Z'" in w.error
+    w.controls["sentence"].value = "To"                          # 2 tokens: position 2 is outside
+    assert w.error is not None and "2 tokens" in w.error
     w.set(sentence=SENTENCES[0], position=0)
-    assert w.error is None and w.state["target"] == "the"
+    assert w.error is None and w.state["target"] == "T"
 
 
 def test_widget_speaks_chinese(tiny):
     model, tok = tiny
     i18n.set_language("zh")
     w = l12.build_fill_mask_widget(model, tok, SENTENCES)
-    assert "被遮住的词" in w.figure.axes[0].get_title()
+    assert "被遮住的是" in w.figure.axes[0].get_title()
     assert "句子" in w.controls["sentence"].description
 
 

@@ -4,7 +4,7 @@
 ``"四万五千六百七十八"`` (``cn2an``). The two languages group digits differently (thousands against 万 = 10⁴) and
 Chinese writes 零 for inner zeros, so the model must reorder and insert, not copy word by word.
 
-The notebook writes the data split, teacher forcing, the loss, the schedule and a greedy decoder itself; this
+The notebook writes the sampling plan, teacher forcing, the loss, the schedule and a greedy decoder itself; this
 module holds what would distract from that:
 
 * the data: :func:`source_text`, :func:`target_text`, :func:`split_numbers`, :func:`make_tokenizers`;

@@ -1,14 +1,17 @@
 """Lesson 12 · masked language modelling: figures, the fill-in-the-blank widget and the exercise checks.
 
 The masking itself is :func:`course_utils.mlm.mask_tokens`; the notebook trains a :class:`~course_utils.models.
-MaskedLM` with it. This module holds what would distract from that:
+MaskedLM` with it on tiny-shakespeare characters. This module holds what would distract from that:
 
 * :func:`plot_masking`: which tokens of a batch were selected and what became of them (``<mask>`` / random /
   unchanged);
-* :func:`fill_mask`: the top-k fill-ins of one masked word, and :func:`build_fill_mask_widget` around it (type or
-  pick a sentence, choose the word to hide → bar chart of the model's guesses);
-* :func:`plot_scores`: masked-token accuracy against the unigram baseline;
+* :func:`fill_mask`: the top-k fill-ins of one hidden token, and :func:`build_fill_mask_widget` around it (type or
+  pick a line, choose the character to hide, or hide its whole word → bar chart of the model's guesses);
+* :func:`plot_scores`: masked-token accuracy against the unigram baselines;
 * the ``check_*`` functions of the exercises (they print a verdict and never raise).
+
+Every function works with any tokenizer of the course (characters or words): tokens are shown with
+:func:`show_token`, which makes spaces and newlines visible.
 """
 
 from __future__ import annotations
@@ -50,15 +53,25 @@ def masking_kinds(ids: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor)
     return kinds.numpy()
 
 
-def plot_masking(ids, inputs, labels, tok, mask_id: int | None = None, lang=None, max_len: int = 16):
-    """One row per sentence, one cell per token (what the model reads), coloured by what masking did to it."""
+def show_token(token: str) -> str:
+    """A visible label for a token: a space becomes ``' '``, a newline ``↵``, a tab ``⇥``."""
+    return {" ": "' '", "\n": "↵", "\t": "⇥"}.get(token, token)
+
+
+def plot_masking(ids, inputs, labels, tok, mask_id: int | None = None, lang=None, max_len: int = 40):
+    """One row per sequence, one cell per token (what the model reads), coloured by what masking did to it.
+
+    ``<mask>`` is drawn as ``■``; under a corrupted cell the original token is shown in brackets.
+    """
     code = viz.use_language(lang)
     mask_id = tok.mask_id if mask_id is None else mask_id
     kinds = masking_kinds(ids, inputs, labels)
     kinds[(inputs == mask_id).numpy() & (labels != IGNORE_INDEX).numpy()] = 1
-    b, t = ids.shape
-    t = min(t, max_len)
-    fig = viz.new_figure((1.0 + 0.95 * t, 1.2 + 0.55 * b))
+    b = ids.shape[0]
+    t = min(int((ids != tok.pad_id).sum(1).max()), max_len)  # up to the longest sequence
+    longest = max((len(tok.itos[int(i)]) for i in ids[:, :t].flatten()), default=1)
+    cell = 0.38 if longest <= 2 else 0.9  # characters need narrow cells, words wide ones
+    fig = viz.new_figure((1.2 + cell * t, 1.4 + 0.55 * b))
     ax = fig.add_subplot()
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
@@ -70,29 +83,31 @@ def plot_masking(ids, inputs, labels, tok, mask_id: int | None = None, lang=None
         for j in range(t):
             if pad[i, j]:
                 continue
-            shown = tok.itos[int(inputs[i, j])]
-            if kinds[i, j] in (1, 2):  # show what it was, too
-                shown = f"{shown}\n({tok.itos[int(ids[i, j])]})"
-            ax.text(j, i, shown, ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(t))
+            token = int(inputs[i, j])
+            shown = "■" if token == mask_id else show_token(tok.itos[token])
+            if kinds[i, j] in (1, 2):  # corrupted: show what it was, too
+                shown = f"{shown}\n({show_token(tok.itos[int(ids[i, j])])})"
+            ax.text(j, i, shown, ha="center", va="center", fontsize=7 if cell > 0.5 else 8)
+    ax.set_xticks(range(0, t, 5 if t > 20 else 1))
     ax.set_yticks(range(b))
     ax.set_xlabel(i18n.tr("position", code))
-    ax.set_ylabel(i18n.pick({"en": "sentence", "zh": "句子"}, code))
-    ax.legend(handles=[Patch(color=_COLORS[k], label=i18n.pick(_KIND_LABELS[k], code)) for k in _KINDS],
-              loc="upper center", bbox_to_anchor=(0.5, -0.18 if b < 4 else -0.1), ncols=4, fontsize=8)
-    ax.set_title(i18n.pick({"en": "What the model reads (original token in brackets)",
-                            "zh": "模型读到的输入（括号里是原来的词元）"}, code))
+    ax.set_ylabel(i18n.pick({"en": "sequence", "zh": "序列"}, code))
+    fig.legend(handles=[Patch(color=_COLORS[k], label=i18n.pick(_KIND_LABELS[k], code)) for k in _KINDS],
+               loc="outside lower center", ncols=4, fontsize=8)
+    ax.set_title(i18n.pick({"en": "What the model reads (■ = <mask>; the original token in brackets)",
+                            "zh": "模型读到的输入（■ = <mask>；括号里是原来的词元）"}, code))
     return fig
 
 
-def plot_scores(scores: dict, lang=None):
-    """Horizontal bars: accuracy (in %) of each named predictor on the same masked positions."""
+def plot_scores(scores: dict, n_baselines: int = 1, lang=None):
+    """Horizontal bars: accuracy (in %) of each named predictor on the same masked positions; the first
+    ``n_baselines`` entries are baselines (grey), the others models (blue)."""
     code = viz.use_language(lang)
     names = list(scores)
     values = [100 * float(scores[n]) for n in names]
     fig = viz.new_figure((7, 0.8 + 0.55 * len(names)))
     ax = fig.add_subplot()
-    colors = ["tab:gray"] + ["tab:blue"] * (len(names) - 1)
+    colors = ["tab:gray" if i < n_baselines else "tab:blue" for i in range(len(names))]
     ax.barh(range(len(names)), values, color=colors)
     for i, v in enumerate(values):
         ax.text(v + 0.5, i, f"{v:.1f} %", va="center")
@@ -109,60 +124,85 @@ def plot_scores(scores: dict, lang=None):
 # ------------------------------------------------------------------------------------------------------------
 
 
-@torch.no_grad()
-def fill_mask(model, tok, words: list[str], position: int, k: int = 5) -> tuple[list[str], list[float]]:
-    """Replace ``words[position]`` by ``<mask>`` and return the model's ``k`` best tokens and their probabilities.
+def tokens_of(tok, text: str) -> list[str]:
+    """The tokens of ``text``; tokens outside the vocabulary are an error (they would silently become <unk>)."""
+    tokens = tok.tokenize(text)
+    unknown = sorted({t for t in tokens if t not in tok.stoi})
+    if unknown:
+        raise ValueError(i18n.pick({"en": "not in the vocabulary: {u}", "zh": "这些词元不在词表里：{u}"})
+                         .format(u=" ".join(map(repr, unknown))))
+    return tokens
 
-    ``words``: the sentence as tokens (``tok.tokenize(sentence)``). Special tokens are never proposed.
-    """
-    if not 0 <= position < len(words):
-        raise ValueError(i18n.pick({"en": "position {p} is outside the sentence (0 to {n})",
-                                    "zh": "位置 {p} 超出了句子的范围（0 到 {n}）"}).format(p=position,
-                                                                                       n=len(words) - 1))
-    ids = [tok.token_to_id(w) for w in words]
-    ids[position] = tok.mask_id
+
+def word_span(tokens: list[str], position: int) -> list[int]:
+    """Positions of the word around ``position`` in a character sequence: the run of letters (and ') it is in."""
+    def is_letter(t):
+        return t.isalpha() or t == "'"
+
+    if not is_letter(tokens[position]):
+        return [position]
+    lo, hi = position, position
+    while lo > 0 and is_letter(tokens[lo - 1]):
+        lo -= 1
+    while hi + 1 < len(tokens) and is_letter(tokens[hi + 1]):
+        hi += 1
+    return list(range(lo, hi + 1))
+
+
+@torch.no_grad()
+def fill_mask(model, tok, tokens: list[str], position: int, k: int = 5, hide=None):
+    """Hide ``tokens[position]`` (and the positions in ``hide``, default none) behind ``<mask>``; return the model's
+    ``k`` best tokens for ``position`` and their probabilities. Special tokens are never proposed."""
+    if not 0 <= position < len(tokens):
+        raise ValueError(i18n.pick({"en": "position {p} is outside the sequence (0 to {n})",
+                                    "zh": "位置 {p} 超出了序列的范围（0 到 {n}）"}).format(p=position,
+                                                                                       n=len(tokens) - 1))
+    ids = [tok.token_to_id(t) for t in tokens]
+    for i in set(hide or []) | {position}:
+        ids[i] = tok.mask_id
     model.eval()
     logits = model(torch.tensor([ids]))[0, position].float()  # (V,)
     logits[: tok.mask_id + 1] = float("-inf")  # never propose <pad> <unk> <bos> <eos> <mask>
     probs = torch.softmax(logits, dim=-1)
-    top = probs.topk(k)
+    top = probs.topk(min(k, len(probs) - tok.mask_id - 1))
     return [tok.itos[i] for i in top.indices.tolist()], top.values.tolist()
 
 
-def _render_fill(model, tok, sentence: str, position: int, k: int, lang=None):
+def _render_fill(model, tok, sentence: str, position: int, whole_word: bool, k: int, lang=None):
     code = viz.use_language(lang)
-    words = tok.tokenize(sentence)
-    if not words:
+    tokens = tokens_of(tok, sentence)
+    if not tokens:
         raise ValueError(i18n.pick({"en": "type a sentence first", "zh": "请先输入一个句子"}))
-    if position >= len(words):
-        raise ValueError(i18n.pick({"en": "the sentence has only {n} words: choose a position from 0 to {m}",
-                                    "zh": "这个句子只有 {n} 个词：请选择 0 到 {m} 之间的位置"})
-                         .format(n=len(words), m=len(words) - 1))
-    guesses, probs = fill_mask(model, tok, words, position, k)
-    target = words[position]
-    shown = " ".join("[MASK]" if i == position else w for i, w in enumerate(words))
-    fig = viz.new_figure((7.5, 1.4 + 0.38 * k))
+    if position >= len(tokens):
+        raise ValueError(i18n.pick({"en": "the sentence has only {n} tokens: choose a position from 0 to {m}",
+                                    "zh": "这个句子只有 {n} 个词元：请选择 0 到 {m} 之间的位置"})
+                         .format(n=len(tokens), m=len(tokens) - 1))
+    hidden = word_span(tokens, position) if whole_word else [position]
+    guesses, probs = fill_mask(model, tok, tokens, position, k, hide=hidden)
+    target = tokens[position]
+    joiner = "" if all(len(t) == 1 for t in tokens) else " "
+    shown = joiner.join(("[?]" if i == position else "■") if i in hidden else t for i, t in enumerate(tokens))
+    fig = viz.new_figure((7.5, 1.6 + 0.36 * len(guesses)))
     ax = fig.add_subplot()
     colors = ["tab:green" if g == target else "tab:blue" for g in guesses]
-    ax.barh(range(k), probs, color=colors)
-    ax.set_yticks(range(k), labels=guesses)
+    ax.barh(range(len(guesses)), probs, color=colors)
+    ax.set_yticks(range(len(guesses)), labels=[show_token(g) for g in guesses])
     ax.invert_yaxis()
     for i, p in enumerate(probs):
         ax.text(p + 0.01, i, f"{p:.2f}", va="center", fontsize=9)
     ax.set_xlim(0, min(1.0, max(probs) * 1.25 + 0.05))
-    ax.set_xlabel(i18n.pick({"en": "P(word | both sides)", "zh": "P(词 | 左右两侧的上下文)"}, code))
-    hidden = i18n.pick({"en": "hidden word: “{w}”", "zh": "被遮住的词：“{w}”"}, code).format(w=target)
-    ax.set_title(f"{shown}\n{hidden}", fontsize=10)
-    in_vocab = target in tok.stoi
+    ax.set_xlabel(i18n.pick({"en": "P(token at [?] | both sides)", "zh": "P([?] 处的词元 | 左右两侧的上下文)"}, code))
+    title = i18n.pick({"en": "hidden: “{w}” ({n} masked)", "zh": "被遮住的是：“{w}”（共遮住 {n} 个）"}, code)
+    ax.set_title(shown.replace("\n", "↵") + "\n" + title.format(w=show_token(target), n=len(hidden)), fontsize=10)
     rank = guesses.index(target) + 1 if target in guesses else None
-    state = {"words": words, "position": position, "target": target, "target_in_vocab": in_vocab,
-             "guesses": guesses, "probs": probs, "rank": rank, "masked_sentence": shown}
+    state = {"tokens": tokens, "position": position, "hidden": hidden, "target": target, "guesses": guesses,
+             "probs": probs, "rank": rank, "masked_text": shown}
     return fig, state
 
 
 def build_fill_mask_widget(model, tok, sentences, position: int = 1, k: int = 8):
-    """Type or pick a sentence, choose which word to hide → the model's top-k fill-ins as a bar chart."""
-    from ..widgets import LessonWidget, slider
+    """Type or pick a sentence, choose the token to hide (optionally its whole word) → the top-k fill-ins."""
+    from ..widgets import LessonWidget, slider, toggle
 
     sentences = list(sentences)
     if not sentences:
@@ -171,9 +211,9 @@ def build_fill_mask_widget(model, tok, sentences, position: int = 1, k: int = 8)
                                     continuous_update=False, layout=widgets.Layout(width="95%"),
                                     description=i18n.pick({"en": "sentence", "zh": "句子"}),
                                     style={"description_width": "initial"})
-    n_words = max(1, len(tok.tokenize(sentences[0])))
-    position_slider = slider("position", 0, max(n_words - 1, 1), 1, min(position, max(n_words - 1, 1)),
-                             label={"en": "word to hide (position)", "zh": "要遮住的词（位置）"})
+    last = max(len(tok.tokenize(sentences[0])) - 1, 1)
+    position_slider = slider("position", 0, last, 1, min(position, last),
+                             label={"en": "token to hide (position)", "zh": "要遮住的词元（位置）"})
 
     def fit_slider(change):  # the slider's range follows the sentence (before the widget re-renders)
         n = len(tok.tokenize(change["new"]))
@@ -182,10 +222,12 @@ def build_fill_mask_widget(model, tok, sentences, position: int = 1, k: int = 8)
 
     sentence_box.observe(fit_slider, names="value")
     controls = {"sentence": sentence_box, "position": position_slider,
+                "whole_word": toggle("whole_word", False, label={"en": "hide the whole word",
+                                                                 "zh": "把整个单词都遮住"}),
                 "k": slider("k", 3, 15, 1, int(k), label={"en": "top-k shown", "zh": "显示前 k 个"})}
 
-    def render(sentence, position, k):
-        return _render_fill(model, tok, sentence, position, k)
+    def render(sentence, position, whole_word, k):
+        return _render_fill(model, tok, sentence, position, whole_word, k)
 
     return LessonWidget(controls, render, title={"en": "Fill in the blank", "zh": "完形填空"})
 
