@@ -82,14 +82,13 @@ def test_top_p_filter_reference():
 
 def test_widget_temperature_top_k_and_seed(tiny):
     model, tok = tiny
-    w = l11.build_sampling_widget(model, tok, prompt="ROMEO:\n", n_new=30)
+    w = l11.build_sampling_widget(model, tok, prompt="ROMEO:\n", n_new=12)
     raw = w.state["raw_probs"]
     np.testing.assert_allclose(w.state["probs"], raw, rtol=1e-5)            # τ = 1, no top-k
     assert w.state["n_candidates"] == tok.vocab_size
     heights = [p.get_height() for p in w.figure.axes[0].patches]
     np.testing.assert_allclose(heights, np.sort(raw)[::-1][:20], rtol=1e-5)
     first_sample = w.state["continuation"]
-    assert len(first_sample) == 30 or "<unk>" in first_sample or len(first_sample) <= 30 * 5
 
     w.controls["temperature"].value = 0.5                                    # sharper: lower entropy
     assert w.state["entropy_bits"] < l11.entropy_bits(torch.tensor(raw))
@@ -99,10 +98,10 @@ def test_widget_temperature_top_k_and_seed(tiny):
     w.controls["top_k"].value = 3
     assert w.state["n_candidates"] == 3 and w.state["top_k"] == 3
     assert sum(p.get_height() > 0 for p in w.figure.axes[0].patches) == 3
-    w.controls["temperature"].value = 0.0                                    # greedy
+    w.set(temperature=0.0, seed=5)                                           # greedy: one candidate
     assert w.state["n_candidates"] == 1
     greedy = w.state["continuation"]
-    w.controls["seed"].value = 5                                             # greedy ignores the seed
+    w.controls["seed"].value = 6                                             # greedy ignores the seed
     assert w.state["continuation"] == greedy
 
     w.set(temperature=1.0, top_k=0, seed=0)
@@ -113,7 +112,7 @@ def test_widget_temperature_top_k_and_seed(tiny):
 
 def test_widget_prompt_changes_distribution_and_reports_errors(tiny):
     model, tok = tiny
-    w = l11.build_sampling_widget(model, tok, prompt="ROMEO:\n", n_new=10)
+    w = l11.build_sampling_widget(model, tok, prompt="ROMEO:\n", n_new=5)
     before = w.state["raw_probs"].copy()
     w.controls["prompt"].value = "JULIET: Ay"
     assert not np.allclose(w.state["raw_probs"], before)
@@ -156,6 +155,8 @@ def test_step_times_same_tokens_and_plot(tiny):
 
 
 # --- exercise checks ----------------------------------------------------------------------------------------
+
+CHECKS = [l11.check_temperature_softmax, l11.check_top_k, l11.check_top_p]
 
 def _not_implemented(*args):
     raise NotImplementedError
@@ -209,3 +210,24 @@ def test_checks_speak_chinese(capsys):
     assert "还没有作答" in capsys.readouterr().out
     assert l11.check_top_k(_top_k) is True
     assert "正确" in capsys.readouterr().out
+
+
+def _crashes(*args, **kwargs):
+    raise ZeroDivisionError("boom-42")
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("lang, attempted, raised", [("en", "⏳ Not attempted yet", "✗ Your function raised"),
+                                                     ("zh", "⏳ 还没有作答", "✗ 你的函数抛出了")])
+def test_every_check_follows_the_shared_contract(check, lang, attempted, raised, capsys):
+    """The contract of tests/test_exercises.py: stub, crash and nonsense answers get a verdict, never a traceback."""
+    i18n.set_language(lang)
+    assert hasattr(check, "__wrapped__")                                     # decorated with @never_raises
+    assert check(_not_implemented) is False
+    assert capsys.readouterr().out.startswith(attempted)
+    assert check(_crashes) is False
+    out = capsys.readouterr().out
+    assert out.startswith(raised) and "boom-42" in out
+    assert check(lambda *args, **kwargs: object()) is False
+    out = capsys.readouterr().out
+    assert "✗" in out and "✓" not in out

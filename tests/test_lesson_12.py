@@ -46,7 +46,7 @@ def test_masking_kinds_and_plot(tiny):
     selected = (labels != IGNORE_INDEX).numpy()
     assert ((kinds > 0) == selected).all()
     assert (kinds[(inputs != ids).numpy()] == 2).all()        # changed: <mask> or random (plot splits them)
-    fig = l12.plot_masking(ids, inputs, labels, tok)
+    fig = l12.plot_masking(ids, inputs, labels, tok, max_len=64)
     ax = fig.axes[0]
     data = ax.images[0].get_array()
     n_mask = int(((inputs == tok.mask_id) & (labels != IGNORE_INDEX)).sum())
@@ -56,6 +56,7 @@ def test_masking_kinds_and_plot(tiny):
     assert any(t.startswith("■\n(") for t in texts)          # the original token is shown under <mask>
     assert "' '" in texts                                      # spaces are visible
     assert len(fig.legends[0].get_texts()) == 4
+    assert fig.get_size_inches()[0] < 0.5 * ids.shape[1] + 2      # narrow cells for characters
 
 
 def test_plot_masking_words_get_wide_cells():
@@ -120,12 +121,12 @@ def test_widget_position_whole_word_and_k(tiny):
     assert len(w.figure.axes[0].patches) == 5
     first = list(w.state["probs"])
 
-    w.controls["position"].value = 17                          # 'o' of 'not': other guesses
-    assert w.state["target"] == "o" and w.state["position"] == 17
+    w.controls["position"].value = 11                          # 'o' of 'not': other guesses
+    assert w.state["target"] == "o" and w.state["position"] == 11
     assert w.state["probs"] != first
 
     w.controls["whole_word"].value = True                      # hide 'not' entirely
-    assert w.state["hidden"] == [16, 17, 18] and "■[?]■" in w.state["masked_text"]
+    assert w.state["hidden"] == [10, 11, 12] and "■[?]■" in w.state["masked_text"]
     assert "3 masked" in w.figure.axes[0].get_title()
 
     w.controls["k"].value = 9
@@ -151,8 +152,10 @@ def test_widget_typed_sentence_and_errors(tiny):
     assert w.error is not None and w.renders == renders
     w.controls["sentence"].value = "Zoo"                         # 'Z' is not in the vocabulary
     assert w.error is not None and "'Z'" in w.error
-    w.controls["sentence"].value = "To"                          # 2 tokens: position 2 is outside
-    assert w.error is not None and "2 tokens" in w.error
+    w.controls["sentence"].value = "To"                          # 2 tokens: the slider shrinks to 0..1
+    assert w.error is None and w.controls["position"].value == 1 and w.state["target"] == "o"
+    w.controls["sentence"].value = "T"                           # 1 token, position 1 is outside
+    assert w.error is not None and "1 tokens" in w.error
     w.set(sentence=SENTENCES[0], position=0)
     assert w.error is None and w.state["target"] == "T"
 
@@ -166,6 +169,8 @@ def test_widget_speaks_chinese(tiny):
 
 
 # --- exercise checks ----------------------------------------------------------------------------------------
+
+CHECKS = [l12.check_bert_masking, l12.check_masked_accuracy, l12.check_unigram_baseline]
 
 def _not_implemented(*args):
     raise NotImplementedError
@@ -278,3 +283,24 @@ def test_checks_speak_chinese(capsys):
     assert "还没有作答" in capsys.readouterr().out
     assert l12.check_bert_masking(_solution_masking) is True
     assert "正确" in capsys.readouterr().out
+
+
+def _crashes(*args, **kwargs):
+    raise ZeroDivisionError("boom-42")
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("lang, attempted, raised", [("en", "⏳ Not attempted yet", "✗ Your function raised"),
+                                                     ("zh", "⏳ 还没有作答", "✗ 你的函数抛出了")])
+def test_every_check_follows_the_shared_contract(check, lang, attempted, raised, capsys):
+    """The contract of tests/test_exercises.py: stub, crash and nonsense answers get a verdict, never a traceback."""
+    i18n.set_language(lang)
+    assert hasattr(check, "__wrapped__")                                     # decorated with @never_raises
+    assert check(_not_implemented) is False
+    assert capsys.readouterr().out.startswith(attempted)
+    assert check(_crashes) is False
+    out = capsys.readouterr().out
+    assert out.startswith(raised) and "boom-42" in out
+    assert check(lambda *args, **kwargs: object()) is False
+    out = capsys.readouterr().out
+    assert "✗" in out and "✓" not in out

@@ -22,7 +22,7 @@ import torch
 from .. import i18n, viz
 from ..attention import KVCache
 from ..decoding import generate, top_k_filter
-from ..exercises import attempt, fail, passed, tensor_problem, type_problem
+from ..exercises import attempt, fail, never_raises, passed, tensor_problem, type_problem
 
 # Characters that would be invisible on an axis: shown by a visible stand-in.
 _VISIBLE = {"\n": "↵", " ": "' '", "\t": "⇥"}
@@ -218,6 +218,7 @@ def _cases_logits(seed: int):
             torch.randn(2, 3, 7, generator=g)]
 
 
+@never_raises
 def check_temperature_softmax(fn) -> bool:
     """Exercise 1: ``fn(logits, temperature)`` = softmax(logits / τ) over the last dimension, for τ > 0."""
     for logits in _cases_logits(11):
@@ -248,6 +249,7 @@ def check_temperature_softmax(fn) -> bool:
                   "正确：τ < 1 让分布更尖锐，τ > 1 让分布更平坦，而概率最大的那个词元始终不变。")
 
 
+@never_raises
 def check_top_k(fn) -> bool:
     """Exercise 2: ``fn(logits, k)`` keeps the k largest logits of each row and sets the others to −inf."""
     for logits in _cases_logits(12):
@@ -278,6 +280,7 @@ def check_top_k(fn) -> bool:
                   "正确：现在采样只会在最好的 k 个词元里挑选。")
 
 
+@never_raises
 def check_top_p(fn) -> bool:
     """Exercise 3: ``fn(logits, p)`` = nucleus filtering (see :func:`top_p_filter`)."""
     fixed = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, passed, type_problem
+from ..exercises import attempt, fail, never_raises, passed, type_problem
 from ..mlm import IGNORE_INDEX, mask_tokens
 
 # ------------------------------------------------------------------------------------------------------------
@@ -69,7 +69,7 @@ def plot_masking(ids, inputs, labels, tok, mask_id: int | None = None, lang=None
     kinds[(inputs == mask_id).numpy() & (labels != IGNORE_INDEX).numpy()] = 1
     b = ids.shape[0]
     t = min(int((ids != tok.pad_id).sum(1).max()), max_len)  # up to the longest sequence
-    longest = max((len(tok.itos[int(i)]) for i in ids[:, :t].flatten()), default=1)
+    longest = max((len(tok.itos[int(i)]) for i in ids[:, :t].flatten() if int(i) != tok.pad_id), default=1)
     cell = 0.38 if longest <= 2 else 0.9  # characters need narrow cells, words wide ones
     fig = viz.new_figure((1.2 + cell * t, 1.4 + 0.55 * b))
     ax = fig.add_subplot()
@@ -243,6 +243,7 @@ def _z(count: int, trials: int, q: float) -> float:
     return abs(count - trials * q) / math.sqrt(max(trials * q * (1 - q), 1e-12))
 
 
+@never_raises
 def check_bert_masking(fn) -> bool:
     """Exercise 1: ``fn(ids, mask_id, vocab_size, special_ids, p, generator) -> (inputs, labels)`` follows BERT:
     p of the ordinary tokens selected; of those 80 % ``<mask>``, 10 % random, 10 % unchanged; labels −100
@@ -308,6 +309,7 @@ def check_bert_masking(fn) -> bool:
                   f"{100 * replaced / n_sel:.0f} % 换成随机词元，{100 * unchanged / n_sel:.0f} % 保持不变。")
 
 
+@never_raises
 def check_masked_accuracy(fn) -> bool:
     """Exercise 2: ``fn(logits (B, T, V), labels (B, T))`` = accuracy over the positions whose label != −100."""
     g = torch.Generator().manual_seed(13)
@@ -341,6 +343,7 @@ def check_masked_accuracy(fn) -> bool:
                 "只在标签不等于 −100 的位置上求平均。")
 
 
+@never_raises
 def check_unigram_baseline(fn) -> bool:
     """Exercise 3: ``fn(train_ids, labels, special_ids) -> accuracy`` of always guessing the most frequent
     ordinary training token."""
