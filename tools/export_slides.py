@@ -98,7 +98,7 @@ CSS = """
 body.jp-Notebook { background: #fff; }
 .reveal { font-family: var(--course-sans); font-size: 30px; }
 .reveal .slides { text-align: left; }
-.reveal .slides section { height: 100%%; box-sizing: border-box; padding: 0 8px; }
+.reveal .slides section { box-sizing: border-box; padding: 0 8px; }
 .reveal h1, .reveal h2, .reveal h3, .reveal h4 {
   font-family: var(--course-sans); text-transform: none; color: #1f3a60; letter-spacing: normal;
 }
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--langs", nargs="+", choices=LANGS, default=list(LANGS))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: build/slides)")
     parser.add_argument("--jobs", "-j", type=int, default=1,
-                        help="notebooks exported in parallel (each runs its own kernel; default: 1)")
+                        help="notebooks executed in parallel, each with its own kernel (default: 1)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds one cell may run (default: 900)")
     args = parser.parse_args(argv)
 
@@ -401,24 +401,38 @@ def main(argv: list[str] | None = None) -> int:
         size = copy_assets(out / lang / "assets")
         print(f"assets: {out / lang / 'assets'} ({size / 1e6:.1f} MB)")
     failures = []
-    # Every notebook in a fresh process (spawned, used once): no state carries over from one kernel client to the
-    # next, and a crash takes down one lesson only.
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs), max_tasks_per_child=1,
-                                                  mp_context=multiprocessing.get_context("spawn"))
-    with pool:
-        futures = {pool.submit(export_one, str(p), lang, str(out), args.execute, args.timeout): (p, lang)
-                   for p, lang in todo}
-        for future in concurrent.futures.as_completed(futures):
-            p, lang = futures[future]
+
+    def report(p: Path, lang: str, outcome) -> None:
+        if isinstance(outcome, Exception):  # report every failing lesson, not only the first
+            failures.append(f"{lang}/{p.name}: {type(outcome).__name__}: {outcome}")
+            print(f"FAILED {lang}/{p.name}: {type(outcome).__name__}: {str(outcome)[:2000]}", file=sys.stderr)
+            return
+        target, t_run, t_export = outcome
+        what = f"executed in {t_run:.1f} s, " if args.execute else ""
+        print(f"{lang}/{Path(target).name}: {what}exported in {t_export:.1f} s", flush=True)
+
+    if args.execute:
+        # Every notebook in a fresh process (spawned, used once), --jobs at a time: no state carries over from
+        # one kernel client to the next, and a crash takes down one lesson only.
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs), max_tasks_per_child=1,
+                                                      mp_context=multiprocessing.get_context("spawn"))
+        with pool:
+            futures = {pool.submit(export_one, str(p), lang, str(out), True, args.timeout): (p, lang)
+                       for p, lang in todo}
+            for future in concurrent.futures.as_completed(futures):
+                try:
+                    outcome = future.result()
+                except Exception as err:
+                    outcome = err
+                report(*futures[future], outcome)
+    else:
+        # Nothing runs: convert in this process, one deck after the other (a second or two each).
+        for p, lang in todo:
             try:
-                target, t_run, t_export = future.result()
-            except Exception as err:  # report every failing lesson, not only the first
-                failures.append(f"{lang}/{p.name}: {type(err).__name__}: {err}")
-                print(f"FAILED {lang}/{p.name}: {type(err).__name__}: {str(err)[:2000]}", file=sys.stderr)
-                continue
-            what = f"executed in {t_run:.1f} s, " if args.execute else ""
-            print(f"{Path(target).relative_to(out.parent) if out.parent in Path(target).parents else target}: "
-                  f"{what}exported in {t_export:.1f} s", flush=True)
+                outcome = export_one(str(p), lang, str(out), False, args.timeout)
+            except Exception as err:
+                outcome = err
+            report(p, lang, outcome)
     write_index(out)
     mode = "executed" if args.execute else "not executed"
     print(f"{len(todo) - len(failures)}/{len(todo)} decks ({mode}) in {time.perf_counter() - start:.1f} s: "
