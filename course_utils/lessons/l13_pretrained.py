@@ -36,10 +36,6 @@ DEMO_SENTENCES = (
     "这部电影很精彩。",
 )
 
-def _lang(lang):
-    return i18n.current_language() if lang is None else i18n.normalize_language(lang)
-
-
 def _short(text: str, n: int = 34) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -72,7 +68,7 @@ def wordpiece_steps(word: str, vocab) -> list[dict]:
 
 def print_wordpiece_steps(word: str, tokenizer, lang=None) -> list[dict]:
     """Print the search of :func:`wordpiece_steps` as a small table; returns the steps."""
-    code = _lang(lang)
+    code = viz.use_language(lang)
     steps = wordpiece_steps(word, tokenizer.vocab)
     head = i18n.pick({"en": "start  candidates tried  piece", "zh": "起点  尝试的候选数  匹配到的片段"}, code)
     print(head)
@@ -86,7 +82,7 @@ def print_wordpiece_steps(word: str, tokenizer, lang=None) -> list[dict]:
 
 def print_tokens(tokenizer, texts, lang=None) -> None:
     """Each text, its WordPiece tokens and their ids."""
-    code = _lang(lang)
+    code = viz.use_language(lang)
     for text in texts:
         ids = tokenizer.encode(text)
         print(f"{text!r}")
@@ -117,7 +113,7 @@ def load_reference(folder: str | Path | None = None) -> dict:
 def mapping_table(report: list[dict], layer: int = 0, lang=None) -> str:
     """A few rows of :func:`course_utils.pretrained.load_bert_weights`' report as text: the embeddings and one
     layer (checkpoint name(s) → our parameter, shape, copy/stack)."""
-    code = _lang(lang)
+    code = viz.use_language(lang)
     rows = [r for r in report if r["ours"].split(".")[1] == "embeddings"
             or f".layers.{layer}." in r["ours"]]
     heads = i18n.pick({"en": ("checkpoint (BERT names)", "course_utils parameter", "shape", "how"),
