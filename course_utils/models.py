@@ -29,8 +29,10 @@ def _positions(kind: str, d_model: int, max_len: int, dropout: float) -> nn.Modu
     raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {kind!r}")
 
 
-class Encoder(nn.Module):
-    """N encoder layers; input and output ``(B, T, d_model)`` vectors (embeddings are the model's job)."""
+class _LayerStack(nn.Module):
+    """N identical layers (``layer_class``) plus the final norm that pre-norm needs."""
+
+    layer_class: type[nn.Module]
 
     def __init__(
         self,
@@ -47,12 +49,18 @@ class Encoder(nn.Module):
     ):
         super().__init__()
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
+            self.layer_class(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
             for _ in range(n_layers)
         )
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = make_norm(norm, d_model, eps) if final_norm else nn.Identity()
+
+
+class Encoder(_LayerStack):
+    """N encoder layers; input and output ``(B, T, d_model)`` vectors (embeddings are the model's job)."""
+
+    layer_class = EncoderLayer
 
     def forward(
         self,
@@ -67,29 +75,10 @@ class Encoder(nn.Module):
         return self.norm(x)
 
 
-class Decoder(nn.Module):
+class Decoder(_LayerStack):
     """N decoder layers attending to the encoder's output ``memory``."""
 
-    def __init__(
-        self,
-        n_layers: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        final_norm: bool | None = None,
-        eps: float = 1e-5,
-        norm: str = "layer",
-    ):
-        super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
-            for _ in range(n_layers)
-        )
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = make_norm(norm, d_model, eps) if final_norm else nn.Identity()
+    layer_class = DecoderLayer
 
     def forward(
         self,
@@ -199,11 +188,9 @@ class EncoderClassifier(nn.Module):
         self.pad_id, self.pool = pad_id, pool
         self.embed = TokenEmbedding(vocab_size, d_model)
         self.pos = _positions(positional, d_model, max_len, dropout)
-        self.encoder = Encoder(
-            n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, norm_first=norm_first
-        )
+        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, norm_first=norm_first)
         self.head = nn.Linear(d_model, n_classes)
-        nn.init.normal_(self.embed.weight, std=d_model ** -0.5)             # ×√d_model brings it to unit scale
+        nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         check_rank(ids, "ids", (2,), "(B, T) token ids")
@@ -240,9 +227,7 @@ class GPT(nn.Module):
         self.block_size = block_size
         self.embed = TokenEmbedding(vocab_size, d_model, scale=False)  # GPT-2 does not scale by √d
         self.pos = LearnedPositionalEmbedding(block_size, d_model, dropout)
-        self.blocks = Encoder(
-            n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, norm_first
-        )
+        self.blocks = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, norm_first)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for w in (self.embed.weight, self.pos.embedding.weight):
             nn.init.normal_(w, std=0.02)
@@ -286,9 +271,7 @@ class MaskedLM(nn.Module):
         self.pos = LearnedPositionalEmbedding(max_len, d_model, dropout)
         self.embed_norm = make_norm("layer", d_model, eps)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, eps=eps)
-        self.transform = nn.Sequential(
-            nn.Linear(d_model, d_model), nn.GELU(), make_norm("layer", d_model, eps)
-        )
+        self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), make_norm("layer", d_model, eps))
         self.decoder = nn.Linear(d_model, vocab_size)
         # BERT initialises *both* tables with std 0.02: with nn.Embedding's default N(0, 1) positions, the token
         # signal would be 50× weaker than the position signal after embed_norm, and the model could not learn.
