@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.parser
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -141,7 +142,10 @@ def test_wheel_contains_every_module_and_data_file(tmp_path):
 
 def _make_dry_run(*args: str) -> list[str]:
     """The commands `make` would run, one per line (continuation lines joined)."""
-    result = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # Under `make test` pytest inherits MAKELEVEL/MAKEFLAGS: the inner make would print "Entering directory" lines.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKELEVEL", "MAKEFLAGS", "MFLAGS"}}
+    command = ["make", "--no-print-directory", "-n", *args]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stderr
     return result.stdout.replace("\\\n", " ").splitlines()
 
