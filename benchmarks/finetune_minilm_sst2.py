@@ -108,9 +108,9 @@ def main(argv=None) -> int:
         return {"dev_accuracy": acc}
 
     fit(model, get_batch, loss_fn, steps=args.steps, lr=args.lr, weight_decay=0.01,
-                  schedule=cosine_schedule(args.steps, max(1, args.steps // 10)), clip_grad=1.0, amp=args.amp,
-                  eval_fn=eval_fn if args.eval_every else None, eval_every=args.eval_every, device=device,
-                  seed=args.seed, progress=False, history=history)
+        schedule=cosine_schedule(args.steps, max(1, args.steps // 10)), clip_grad=1.0, amp=args.amp,
+        eval_fn=eval_fn if args.eval_every else None, eval_every=args.eval_every, device=device,
+        seed=args.seed, progress=False, history=history)
     train_s = time.perf_counter() - start
     accs = history.metrics.get("dev_accuracy", [])
     after = accs[-1] if accs and history.val_step[-1] == args.steps - 1 else accuracy(model, tokenizer, dev, device)
