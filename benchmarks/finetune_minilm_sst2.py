@@ -1,7 +1,11 @@
 """Fine-tune all-MiniLM-L6-v2, loaded into the course's own encoder, on SST-2; report dev accuracy (lesson 13).
 
-    python benchmarks/finetune_minilm_sst2.py                           # 300 steps, batch 32, CPU or GPU
+    python benchmarks/finetune_minilm_sst2.py                           # 800 steps, batch 32, CPU or GPU
     python benchmarks/finetune_minilm_sst2.py --steps 2000 --device cuda --batch-size 64
+    python benchmarks/finetune_minilm_sst2.py --json benchmarks/results/minilm_sst2_cpu.json
+
+Measured with the defaults on a 2-core CPU: 343 s (0.43 s/step), dev accuracy 85.3 % after 200 steps, 87.7 % after
+800.
 
 Every weight trains (the encoder and a new linear head on the mean-pooled sentence vector), with AdamW, a linear
 warm-up over the first 10 % of the steps, then cosine decay. Batches are drawn at random from the 67,349
@@ -14,6 +18,8 @@ numbers mean nothing.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import random
 import sys
 import time
@@ -45,9 +51,9 @@ def accuracy(model, tokenizer, rows, device, batch_size: int = 128, max_len: int
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300, help="optimizer updates (default 300)")
+    parser.add_argument("--steps", type=int, default=800, help="optimizer updates (default 800)")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=2e-4, help="peak learning rate (default 2e-4)")
+    parser.add_argument("--lr", type=float, default=1e-4, help="peak learning rate (default 1e-4)")
     parser.add_argument("--max-len", type=int, default=66, help="tokens per sentence incl. [CLS]/[SEP] (SST-2's "
                         "longest training sentence has 66)")
     parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
@@ -56,7 +62,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--skip-before", action="store_true", help="do not measure the accuracy before training")
-    parser.add_argument("--log-every", type=int, default=25, help="print the mean training loss every N steps")
+    parser.add_argument("--log-every", type=int, default=50, help="print the mean training loss every N steps")
+    parser.add_argument("--json", default=None, help="also write the settings, timings and accuracies to this file")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -119,6 +126,14 @@ def main(argv=None) -> int:
           f"({train_s / args.steps:.2f} s/step); mean loss of the last {len(last)} steps {sum(last) / len(last):.3f}")
     print(f"dev accuracy after fine-tuning: {after:.2%}"
           + ("" if args.skip_before else f" (before: {before:.2%})") + f"; {len(dev)} sentences")
+    if args.json:
+        result = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                  "settings": vars(args), "train_seconds": round(train_s, 1),
+                  "dev_before": None if math.isnan(before) else before, "dev_after": after,
+                  "dev_curve": dict(zip(history.val_step, accs))}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+        print(f"wrote {args.json}")
     return 0
 
 
