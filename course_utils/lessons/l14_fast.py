@@ -71,9 +71,13 @@ def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: in
 
 
 def load_benchmark_results(directory: Path | None = None) -> list[dict]:
-    """Every ``*.json`` written by ``benchmarks/bench_attention.py --json`` (an empty list when none exist)."""
+    """Every ``*.json`` written by ``benchmarks/bench_attention.py --json`` (an empty list when none exist).
+
+    Other JSON files in the folder (results of other benchmarks) are skipped: only attention tables have ``mha``.
+    """
     directory = RESULTS_DIR if directory is None else Path(directory)
-    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
+    tables = [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
+    return [table for table in tables if isinstance(table, dict) and "mha" in table]
 
 
 def format_results(result: dict) -> str:
