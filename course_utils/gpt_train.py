@@ -65,6 +65,21 @@ def load_text(path: str | None) -> str:
     return str(load_tiny_shakespeare())
 
 
+def throughput(elapsed: list[float], tokens_per_step: int) -> dict[str, int | None]:
+    """Training speed from ``History.elapsed`` (seconds since the start at every step, summed across resumes).
+
+    ``tokens_per_s`` covers every step; ``steady_tokens_per_s`` skips the first quarter of the steps, which holds
+    the warm-up (``torch.compile`` compiles during the first steps, CUDA loads its kernels) and so says little
+    about training speed. ``None`` when there are too few steps to tell.
+    """
+    first = len(elapsed) // 4
+    overall = round(len(elapsed) * tokens_per_step / elapsed[-1]) if elapsed and elapsed[-1] > 0 else None
+    if len(elapsed) - first < 2 or elapsed[-1] <= elapsed[first]:
+        return {"tokens_per_s": overall, "steady_tokens_per_s": None}
+    steady = round((len(elapsed) - 1 - first) * tokens_per_step / (elapsed[-1] - elapsed[first]))
+    return {"tokens_per_s": overall, "steady_tokens_per_s": steady}
+
+
 def main(argv=None) -> dict:
     from .lm_data import lm_batches, split_ids
 
@@ -143,7 +158,7 @@ def main(argv=None) -> dict:
         "device": str(device),
         "steps": trained,
         "seconds": round(seconds, 2),
-        "tokens_per_s": round(trained * args.batch_size * args.block_size * world / max(seconds, 1e-9)),
+        **throughput(history.elapsed, args.batch_size * args.block_size * world),
         "train_loss": history.loss[-1] if history.loss else None,
         "val_loss": history.metrics.get("val_loss", [None])[-1] if lead else None,
         "param_checksum": float(sum(p.detach().double().sum() for p in model.parameters())),

@@ -84,3 +84,15 @@ def test_ddp_with_torchrun_two_processes_keeps_ranks_in_sync(tmp_path):
     assert summary["world_size"] == 2
     assert summary["ranks_in_sync"] is True  # gradients were all-reduced
     assert summary["val_loss"] is not None and Path(tmp_path, "ddp.pt").exists()
+
+
+def test_throughput_leaves_the_warm_up_out_of_the_steady_rate():
+    from course_utils.gpt_train import throughput
+
+    # 8 steps of 100 tokens: the first step takes 10 s (compilation), every later one 1 s.
+    elapsed = [10.0 + i for i in range(8)]
+    rates = throughput(elapsed, 100)
+    assert rates["tokens_per_s"] == round(800 / 17)                 # everything, compilation included
+    assert rates["steady_tokens_per_s"] == 100                      # steps 3..7 after step 2: 1 s each
+    assert throughput([], 100) == {"tokens_per_s": None, "steady_tokens_per_s": None}
+    assert throughput([0.5], 100)["steady_tokens_per_s"] is None
