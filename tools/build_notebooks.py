@@ -44,6 +44,10 @@ _LOOSE_LANG_COMMENT = re.compile(r"#\s*(en|zh)\s*:")  # to reject near misses su
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 # No Python version here: it would change with every machine that rebuilds the notebooks.
 LANGUAGE_INFO = {"name": "python", "file_extension": ".py", "mimetype": "text/x-python"}
+# Live slides (jupyterlab-rise): reveal.js's "white" theme, as in the exported decks (tools/export_slides.py). RISE's
+# default "simple" theme loads two web fonts from fonts.googleapis.com, which hangs or fails offline and behind the
+# Great Firewall; "white" ships its font. `scroll` lets a slide taller than the screen scroll instead of being cut.
+RISE = {"theme": "white", "scroll": True}
 
 
 class SourceFormatError(ValueError):
@@ -204,7 +208,7 @@ def build_notebook(cells: list[Cell], lesson: str, language: str) -> dict:
         nb_cells.append(nb_cell)
     nb = {
         "cells": nb_cells,
-        "metadata": {"kernelspec": KERNELSPEC, "language": language, "language_info": LANGUAGE_INFO},
+        "metadata": {"kernelspec": KERNELSPEC, "language": language, "language_info": LANGUAGE_INFO, "rise": RISE},
         "nbformat": 4,
         "nbformat_minor": 5,
     }
