@@ -13,7 +13,7 @@ from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from course_utils import i18n, viz
+from course_utils import fonts, i18n, viz
 
 
 @pytest.fixture(autouse=True)
@@ -172,7 +172,7 @@ def test_chinese_labels_render_with_an_installed_font():
     label = fig.axes[0].xaxis.label
     assert label.get_text() == "键"
     used = font_manager.findfont(label.get_fontproperties(), fallback_to_default=False)
-    assert viz._covers_cjk(used)
+    assert fonts._covers_cjk(used)
 
 
 def test_the_glyph_check_can_fail():
@@ -207,7 +207,7 @@ def test_english_leaves_fonts_alone():
 
 def test_missing_font_warns_once_with_instructions(monkeypatch):
     monkeypatch.setattr(font_manager.fontManager, "ttflist", [])
-    monkeypatch.setattr(viz, "_warned_missing_font", False)
+    monkeypatch.setattr(fonts, "_warned_missing_font", False)
     before = list(matplotlib.rcParams["font.sans-serif"])
     with pytest.warns(viz.CJKFontWarning) as record:
         assert viz.setup_fonts("zh") is None

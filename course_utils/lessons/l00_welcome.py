@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import i18n, viz
+from .. import fonts, i18n, viz
 from ..exercises import never_raises, run_check
 
 # --- the course map -----------------------------------------------------------------------------------------
@@ -132,7 +132,7 @@ def cjk_font_report() -> dict:
 
     name = viz.find_cjk_font()
     if name is None:
-        return {"font": None, "file": None, "draws_chinese": False, "hint": viz._missing_font_message()}
+        return {"font": None, "file": None, "draws_chinese": False, "hint": fonts.missing_font_message()}
     path = font_manager.findfont(font_manager.FontProperties(family=name), fallback_to_default=False)
     labels = "".join(label["zh"] for label in i18n.LABELS.values())
     chars = sorted({c for c in labels if "\u4e00" <= c <= "\u9fff"})
