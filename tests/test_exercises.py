@@ -202,12 +202,26 @@ FINISHED = ("l00_welcome", "l01_tokens", "l02_positional", "l03_attention", "l04
             "l12_masked_lm", "l13_pretrained", "l14_fast")
 
 
+def _own(fn, module) -> bool:
+    """Defined by the lesson: in its module, or in a submodule when the lesson is a package (lesson + checks.py)."""
+    return fn.__module__ == module.__name__ or fn.__module__.startswith(module.__name__ + ".")
+
+
+def _lesson_namespace(name: str) -> dict:
+    """The lesson module's names, plus those of its submodules (e.g. the imports of its checks.py)."""
+    module = importlib.import_module(f"course_utils.lessons.{name}")
+    namespace = dict(vars(module))
+    for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
+        namespace.update(vars(importlib.import_module(f"{module.__name__}.{info.name}")))
+    return namespace
+
+
 def _lesson_checks():
     found = []
     for name in FINISHED:
         module = importlib.import_module(f"course_utils.lessons.{name}")
         for fn_name, fn in inspect.getmembers(module, inspect.isfunction):
-            if fn_name.startswith("check_") and fn.__module__ == module.__name__:
+            if fn_name.startswith("check_") and _own(fn, module):
                 found.append(pytest.param(fn, id=f"{name}.{fn_name}"))
     return found
 
@@ -219,7 +233,7 @@ def test_the_finished_lessons_use_the_shared_plumbing():
     names = {info.name for info in pkgutil.iter_modules(lessons_pkg.__path__)}
     assert set(FINISHED) <= names
     for name in FINISHED:
-        module = vars(importlib.import_module(f"course_utils.lessons.{name}"))
+        module = _lesson_namespace(name)
         assert any(getattr(v, "__module__", None) == ex.__name__ for v in module.values()), name
         assert not {"_say", "_run", "_close", "_not_attempted", "_figure", "_lang"} & set(module), name
     for param in CHECKS:

@@ -20,7 +20,8 @@ def _builders():
     for info in pkgutil.iter_modules(lessons_pkg.__path__):
         module = importlib.import_module(f"course_utils.lessons.{info.name}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
-            if fn.__module__ != module.__name__ or not name.startswith("build_"):
+            own = fn.__module__ == module.__name__ or fn.__module__.startswith(module.__name__ + ".")
+            if not own or not name.startswith("build_"):
                 continue
             params = inspect.signature(fn).parameters.values()
             if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
