@@ -35,7 +35,9 @@ $(SETUP_STAMP): pyproject.toml
 	@if ! $(PYTHON) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" \
 		&& [ "$$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null 2>&1; then \
 		echo "No NVIDIA GPU found: installing the CPU-only build of PyTorch"; \
-		$(PYTHON) -m pip install torch --index-url $(TORCH_CPU_INDEX); \
+		$(PYTHON) -m pip install torch --index-url $(TORCH_CPU_INDEX) --retries 1 --timeout 20 \
+		|| { echo "The PyTorch CPU index ($(TORCH_CPU_INDEX)) is unreachable: installing torch from the default index"; \
+		     $(PYTHON) -m pip install torch; }; \
 	fi
 	$(PYTHON) -m pip install -e ".[dev,lessons]"
 	@mkdir -p .make && touch $@
@@ -44,8 +46,14 @@ setup:
 	@rm -f $(SETUP_STAMP)
 	@$(MAKE) --no-print-directory $(SETUP_STAMP)
 
+# Root (containers, cloud VMs) needs --allow-root; a machine without a display (SSH, servers) gets no browser
+# launch, and JupyterLab prints the URL to open instead. LAB_ARGS adds options, e.g. LAB_ARGS="--port 8890".
+LAB_ARGS ?=
+LAB_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
+LAB_HEADLESS := $(shell [ "$$(uname -s)" = Linux ] && [ -z "$$DISPLAY$$WAYLAND_DISPLAY" ] && echo --no-browser)
+
 lab: $(SETUP_STAMP)
-	$(PYTHON) -m jupyterlab notebooks/
+	$(PYTHON) -m jupyterlab notebooks/ $(LAB_ROOT) $(LAB_HEADLESS) $(LAB_ARGS)
 
 # Missing CJK glyphs in matplotlib figures are errors, not warnings: a Chinese plot full of boxes must fail.
 test: $(SETUP_STAMP)

@@ -25,8 +25,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
 
+from course_lab.lessons.l09_classifier import evaluate, majority_baseline  # noqa: E402
 from course_utils.data import load_sst2  # noqa: E402
-from course_utils.lessons.l09_classifier import evaluate, majority_baseline  # noqa: E402
 from course_utils.models import EncoderClassifier  # noqa: E402
 from course_utils.schedules import cosine_schedule  # noqa: E402
 from course_utils.tokenizers import WordTokenizer  # noqa: E402

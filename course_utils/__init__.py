@@ -5,8 +5,10 @@ One concept per module (see docs/design.md). The core building blocks are import
     import course_utils as cu
     mha = cu.MultiHeadAttention(d_model=64, n_heads=4)
 
-Other modules (``viz``, ``widgets``, ``train``, ``data``, ``lessons`` …) load on first use, e.g. ``cu.viz``, so
-``import course_utils`` stays fast and does not import matplotlib.
+Other modules (``train``, ``data``, ``decoding``, ``pretrained`` …) load on first use, e.g. ``cu.train``, so
+``import course_utils`` stays fast. The package needs only torch, numpy, safetensors and tqdm: the notebook layer
+(plots, widgets, fonts, language, exercise checks, per-lesson demos) is the separate package ``course_lab``, which
+``course_utils`` never imports.
 """
 
 from __future__ import annotations
@@ -40,14 +42,15 @@ _LAZY = {
     "train",
     "schedules",
     "checkpoint",
-    "viz",
-    "widgets",
-    "i18n",
     "data",
     "tokenizers",
-    "lessons",
     "validation",
-    "pretrained", "wordpiece", "mlm", "lm_data", "speed", "exercises", "gpt_train",
+    "pretrained",
+    "wordpiece",
+    "mlm",
+    "lm_data",
+    "speed",
+    "gpt_train",
     "budget",
 }
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.lessons import l14_fast as l14
+from course_lab.lessons import l14_fast as l14
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

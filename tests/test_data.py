@@ -95,10 +95,14 @@ def test_data_dir_resolution_order(monkeypatch, tmp_path):
     assert data.data_dir(tmp_path / "arg") == tmp_path / "arg"
 
 
-def test_relative_course_data_dir_falls_back_to_project_root(monkeypatch, tmp_path):
+def test_relative_course_data_dir_is_found_from_a_subfolder(monkeypatch, tmp_path):
+    # A notebook runs in <project>/notebooks/en while COURSE_DATA_DIR=data was meant from <project>.
+    (tmp_path / "data").mkdir()
+    (tmp_path / "notebooks" / "en").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "notebooks" / "en")
+    monkeypatch.setenv("COURSE_DATA_DIR", "data")
+    assert data.data_dir() == tmp_path / "data"
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COURSE_DATA_DIR", "course_utils/data")  # exists under the project root only
-    assert data.data_dir() == registry._PROJECT_ROOT / "course_utils" / "data"
     (tmp_path / "here").mkdir()
     monkeypatch.setenv("COURSE_DATA_DIR", "here")
     assert data.data_dir() == tmp_path / "here"

@@ -1,4 +1,4 @@
-"""The shared exercise-check plumbing (course_utils.exercises), and every lesson check written with it.
+"""The shared exercise-check plumbing (course_lab.exercises), and every lesson check written with it.
 
 A check prints one verdict in the notebook's language and returns True/False; it never raises, and a stub left
 as ``raise NotImplementedError`` means "not attempted yet". Every ``check_*`` function of the lessons listed in
@@ -14,9 +14,9 @@ import pkgutil
 import pytest
 import torch
 
-import course_utils.lessons as lessons_pkg
-from course_utils import exercises as ex
-from course_utils import i18n
+import course_lab.lessons as lessons_pkg
+from course_lab import exercises as ex
+from course_lab import i18n
 
 
 @pytest.fixture(autouse=True)
@@ -209,7 +209,7 @@ def _own(fn, module) -> bool:
 
 def _lesson_namespace(name: str) -> dict:
     """The lesson module's names, plus those of its submodules (e.g. the imports of its checks.py)."""
-    module = importlib.import_module(f"course_utils.lessons.{name}")
+    module = importlib.import_module(f"course_lab.lessons.{name}")
     namespace = dict(vars(module))
     for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
         namespace.update(vars(importlib.import_module(f"{module.__name__}.{info.name}")))
@@ -219,7 +219,7 @@ def _lesson_namespace(name: str) -> dict:
 def _lesson_checks():
     found = []
     for name in FINISHED:
-        module = importlib.import_module(f"course_utils.lessons.{name}")
+        module = importlib.import_module(f"course_lab.lessons.{name}")
         for fn_name, fn in inspect.getmembers(module, inspect.isfunction):
             if fn_name.startswith("check_") and _own(fn, module):
                 found.append(pytest.param(fn, id=f"{name}.{fn_name}"))

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from course_utils import i18n
+from course_lab import i18n
 
 
 @pytest.fixture(autouse=True)

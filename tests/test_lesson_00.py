@@ -10,9 +10,9 @@ import torch
 from matplotlib.colors import to_hex
 from matplotlib.mathtext import MathTextParser
 
-from course_utils import viz
-from course_utils.i18n import set_language
-from course_utils.lessons import l00_welcome as l00
+from course_lab import viz
+from course_lab.i18n import set_language
+from course_lab.lessons import l00_welcome as l00
 from course_utils.train import pick_device
 
 SOURCE = Path(__file__).resolve().parents[1] / "notebooks" / "source" / "00_welcome.md"

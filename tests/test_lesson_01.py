@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from course_utils.i18n import set_language
-from course_utils.lessons import l01_tokens as l01
+from course_lab.i18n import set_language
+from course_lab.lessons import l01_tokens as l01
 
 
 @pytest.fixture(autouse=True)

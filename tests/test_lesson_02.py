@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from course_lab.i18n import set_language
+from course_lab.lessons import l02_positional as l02
 from course_utils import sinusoidal_encoding
-from course_utils.i18n import set_language
-from course_utils.lessons import l02_positional as l02
 
 
 @pytest.fixture(autouse=True)

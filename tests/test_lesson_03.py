@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import i18n
-from course_utils.lessons import l03_attention as l03
+from course_lab import i18n
+from course_lab.lessons import l03_attention as l03
 
 
 @pytest.fixture(autouse=True)
@@ -180,7 +180,7 @@ def test_zh_figures_have_every_glyph():
     figs = [w.figure, l03.plot_dot_product_variance([4], [4.0]),
             l03.plot_saturation([4], scaled, scaled, t_keys=16)]
     tokens, x, w_q, w_k = l03.tiny_sentence()
-    from course_utils import viz
+    from course_lab import viz
     figs.append(viz.plot_attention(torch.softmax((x @ w_q) @ (x @ w_k).T, -1), tokens, tokens))
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*Glyph.*")

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 import course_utils as cu
-from course_utils import i18n
-from course_utils.lessons import l04_multihead as l04
+from course_lab import i18n
+from course_lab.lessons import l04_multihead as l04
 
 
 @pytest.fixture(autouse=True)
@@ -133,7 +133,7 @@ def test_handcrafted_heads_do_their_jobs(lang):
 
 
 def l03_sentence(lang):
-    from course_utils.lessons.l03_attention import SENTENCES
+    from course_lab.lessons.l03_attention import SENTENCES
     return SENTENCES[lang]
 
 

@@ -6,8 +6,9 @@ import ipywidgets as widgets
 import pytest
 import torch
 
-from course_utils import i18n, masks
-from course_utils.lessons import l05_masking as l05
+from course_lab import i18n
+from course_lab.lessons import l05_masking as l05
+from course_utils import masks
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import i18n
-from course_utils.lessons import l06_ffn_norm as l06
+from course_lab import i18n
+from course_lab.lessons import l06_ffn_norm as l06
 
 
 @pytest.fixture(scope="module")

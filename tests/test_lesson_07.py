@@ -8,8 +8,9 @@ import torch
 from torch import nn
 
 import course_utils as cu
-from course_utils import i18n, interop
-from course_utils.lessons import l07_encoder_decoder as l07
+from course_lab import i18n
+from course_lab.lessons import l07_encoder_decoder as l07
+from course_utils import interop
 from course_utils.masks import causal_mask, padding_mask, to_torch_attn_mask, to_torch_key_padding_mask
 
 matplotlib.use("Agg")

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import i18n
-from course_utils.lessons import l08_output_loss as l08
+from course_lab import i18n
+from course_lab.lessons import l08_output_loss as l08
 
 matplotlib.use("Agg")
 

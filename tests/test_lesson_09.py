@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import i18n
-from course_utils.lessons import l09_classifier as l09
+from course_lab import i18n
+from course_lab.lessons import l09_classifier as l09
 
 matplotlib.use("Agg")
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import i18n, viz
+from course_lab import i18n, viz
+from course_lab.lessons import l10_seq2seq as l10
 from course_utils.decoding import beam_search
-from course_utils.lessons import l10_seq2seq as l10
 from course_utils.models import Transformer
 
 
@@ -45,9 +45,9 @@ def test_missing_packages_say_how_to_install(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "num2words", None)       # None in sys.modules: "import num2words" fails
-    monkeypatch.delitem(sys.modules, "course_utils.lessons.l10_seq2seq")
+    monkeypatch.delitem(sys.modules, "course_lab.lessons.l10_seq2seq")
     with pytest.raises(ImportError, match="pip install num2words cn2an"):
-        importlib.import_module("course_utils.lessons.l10_seq2seq")
+        importlib.import_module("course_lab.lessons.l10_seq2seq")
     # monkeypatch puts the original module back afterwards, so the other tests keep using it
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import i18n
+from course_lab import i18n
+from course_lab.lessons import l11_gpt as l11
 from course_utils.decoding import top_k_filter
-from course_utils.lessons import l11_gpt as l11
 from course_utils.models import GPT
 from course_utils.tokenizers import CharTokenizer
 

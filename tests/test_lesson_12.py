@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import i18n
-from course_utils.lessons import l12_masked_lm as l12
+from course_lab import i18n
+from course_lab.lessons import l12_masked_lm as l12
 from course_utils.mlm import IGNORE_INDEX, mask_tokens, masked_logits
 from course_utils.models import MaskedLM
 from course_utils.tokenizers import CharTokenizer, WordTokenizer

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import i18n
-from course_utils.lessons import l13_pretrained as l13
+from course_lab import i18n
+from course_lab.lessons import l13_pretrained as l13
 from course_utils.pretrained import BertConfig, SentenceEncoder, key_mapping, load_bert_weights, mean_pool
 from course_utils.wordpiece import WordPieceTokenizer
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 import course_utils as cu
-from course_utils import i18n
-from course_utils.lessons import l14_fast as l14
+from course_lab import i18n
+from course_lab.lessons import l14_fast as l14
 
 
 @pytest.fixture(autouse=True)

@@ -95,8 +95,9 @@ def test_environment_uses_conda_forge_only():
 
 def test_core_dependencies_and_installed_torch():
     names = {_name(r) for r in PROJECT["dependencies"]}
-    for required in ("torch", "numpy", "matplotlib", "ipywidgets", "jupyterlab", "jupyterlab-rise", "tqdm"):
-        assert required in names
+    assert names == {"torch", "numpy", "tqdm", "safetensors"}  # the library only: no Jupyter on a GPU box
+    lab = {_name(r) for r in EXTRAS["lab"]}
+    assert {"matplotlib", "ipywidgets", "jupyterlab", "jupyterlab-rise"} <= lab
     # A lower bound, never a pin: an installed CPU or CUDA torch must satisfy it so `pip install -e` keeps it.
     torch_requirement = next(Requirement(r) for r in PROJECT["dependencies"] if _name(r) == "torch")
     assert torch_requirement.specifier.contains(metadata.version("torch"), prereleases=True)
@@ -108,7 +109,8 @@ def test_every_course_utils_folder_with_code_is_a_package():
     # silently missing from the installed package.
     missing = [
         str(folder.relative_to(ROOT))
-        for folder in [ROOT / "course_utils", *(ROOT / "course_utils").rglob("*")]
+        for package in ("course_utils", "course_lab")
+        for folder in [ROOT / package, *(ROOT / package).rglob("*")]
         if folder.is_dir()
         and folder.name != "__pycache__"
         and any(folder.glob("*.py"))
@@ -122,7 +124,8 @@ def test_wheel_contains_every_module_and_data_file(tmp_path):
     # Build from a copy so that build/ and *.egg-info never land in the working tree.
     source = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "course_utils", source / "course_utils", ignore=ignore)
+    for package in ("course_utils", "course_lab"):
+        shutil.copytree(ROOT / package, source / package, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     command = [
@@ -132,7 +135,8 @@ def test_wheel_contains_every_module_and_data_file(tmp_path):
     subprocess.run(command, check=True, capture_output=True, timeout=300)
     (wheel,) = (tmp_path / "wheel").glob("*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    expected = {p.relative_to(source).as_posix() for p in (source / "course_utils").rglob("*") if p.is_file()}
+    expected = {p.relative_to(source).as_posix() for package in ("course_utils", "course_lab")
+                for p in (source / package).rglob("*") if p.is_file()}
     assert not expected - shipped, f"missing from the wheel: {sorted(expected - shipped)}"
     meta_name = next(n for n in shipped if n.endswith(".dist-info/METADATA"))
     wheel_meta = email.parser.Parser().parsestr(zipfile.ZipFile(wheel).read(meta_name).decode("utf-8"))
@@ -167,6 +171,25 @@ def test_make_targets_set_up_then_run():
         assert (ROOT / folder).is_dir() == (f" {folder} " in command)
     assert "tools/build_notebooks.py" in _make_dry_run("notebooks")[-1]
     assert "ruff check" in _make_dry_run("lint")[-1]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("uid, display, expected", [("0", "", {"--allow-root", "--no-browser"}),
+                                                    ("1000", ":0", set())])
+def test_make_lab_works_as_root_and_headless(tmp_path, uid, display, expected):
+    # A fake `id` and `uname` decide who and where we are; the dry run shows the flags JupyterLab gets.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, out in (("id", uid), ("uname", "Linux")):
+        (bin_dir / name).write_text(f"#!/bin/sh\necho {out}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "WAYLAND_DISPLAY"}}
+    env.update(PATH=f"{bin_dir}:{env['PATH']}", DISPLAY=display)
+    result = subprocess.run(["make", "--no-print-directory", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60, env=env)
+    command = result.stdout.replace("\\\n", " ").splitlines()[-1]
+    assert "-m jupyterlab notebooks/" in command
+    assert {f for f in ("--allow-root", "--no-browser") if f in command.split()} == expected
 
 
 @pytest.mark.slow

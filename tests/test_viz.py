@@ -13,7 +13,7 @@ from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from course_utils import fonts, i18n, viz
+from course_lab import fonts, i18n, viz
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +33,7 @@ def _softmax_weights(*shape, seed=0):
 
 
 def test_import_is_light():
-    code = "import sys, course_utils.viz; print('matplotlib' in sys.modules)"
+    code = "import sys, course_lab.viz; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -207,6 +207,7 @@ def test_english_leaves_fonts_alone():
 
 def test_missing_font_warns_once_with_instructions(monkeypatch):
     monkeypatch.setattr(font_manager.fontManager, "ttflist", [])
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda *a, **k: [])  # nothing installed at all
     monkeypatch.setattr(fonts, "_warned_missing_font", False)
     before = list(matplotlib.rcParams["font.sans-serif"])
     with pytest.warns(viz.CJKFontWarning) as record:
@@ -227,4 +228,5 @@ def test_font_name_alone_is_not_trusted(monkeypatch):
     dejavu = [f for f in font_manager.fontManager.ttflist if f.name == "DejaVu Sans"][0]
     fake = font_manager.FontEntry(fname=dejavu.fname, name="SimHei")
     monkeypatch.setattr(font_manager.fontManager, "ttflist", [dejavu, fake])
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda *a, **k: [dejavu.fname])  # no rescue by rescanning
     assert viz.find_cjk_font() is None

@@ -1,6 +1,6 @@
 """Every lesson widget survives its controls' extremes: a finite figure or a clear message, never a crash or NaN.
 
-Builders are discovered in ``course_utils.lessons`` (functions named ``build_*`` that return an object with
+Builders are discovered in ``course_lab.lessons`` (functions named ``build_*`` that return an object with
 ``controls``), so a new lesson's widget is covered without editing this file.
 """
 
@@ -12,13 +12,13 @@ import pkgutil
 import numpy as np
 import pytest
 
-import course_utils.lessons as lessons_pkg
+import course_lab.lessons as lessons_pkg
 
 
 def _builders():
     found = []
     for info in pkgutil.iter_modules(lessons_pkg.__path__):
-        module = importlib.import_module(f"course_utils.lessons.{info.name}")
+        module = importlib.import_module(f"course_lab.lessons.{info.name}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             own = fn.__module__ == module.__name__ or fn.__module__.startswith(module.__name__ + ".")
             if not own or not name.startswith("build_"):

@@ -7,8 +7,8 @@ import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from course_utils import i18n, viz
-from course_utils.widgets import LessonWidget, dropdown, slider, toggle
+from course_lab import i18n, viz
+from course_lab.widgets import LessonWidget, dropdown, slider, toggle
 
 X = np.linspace(0.0, 1.0, 32)
 

@@ -99,7 +99,7 @@ def code_mismatches(en: dict, zh: dict) -> list[str]:
         ):
             problems.append(
                 f"cell {index}: EN and ZH code differ outside comments; translate only comments "
-                f"(# en: / # zh:) and take labels from course_utils.i18n"
+                f"(# en: / # zh:) and take labels from course_lab.i18n"
             )
     return problems
 

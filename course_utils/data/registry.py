@@ -15,9 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-# The package lives in <project>/course_utils/data/, so the project root is three levels up.
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
 
 @dataclass(frozen=True)
 class Resource:
@@ -148,8 +145,8 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
 
     The cache folder is ``$XDG_CACHE_HOME/transformers-course``, or ``~/.cache/transformers-course``. A
     relative ``COURSE_DATA_DIR`` is read from the current directory; if nothing is there, it is also tried
-    from the project root, because notebooks run inside ``notebooks/en`` while the variable is usually set
-    from the project root.
+    from each parent folder of the current directory, because notebooks run inside ``notebooks/en`` while the
+    variable is usually set from the project root. (The package never looks at where it is installed.)
     The folder is not created here: only a download does that.
     """
     if path is not None:
@@ -157,14 +154,9 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
     env = os.environ.get("COURSE_DATA_DIR", "").strip()
     if env:
         chosen = Path(env).expanduser()
-        if not chosen.is_absolute() and not chosen.exists() and (_PROJECT_ROOT / chosen).exists():
-            chosen = _PROJECT_ROOT / chosen
+        if not chosen.is_absolute() and not chosen.exists():
+            chosen = next((up / chosen for up in Path.cwd().parents if (up / chosen).exists()), chosen)
         return chosen.absolute()
     cache = os.environ.get("XDG_CACHE_HOME", "").strip()
     base = Path(cache).expanduser() if cache else Path.home() / ".cache"
     return (base / "transformers-course").absolute()
-
-
-def local_path(name: str, data_dir_: str | os.PathLike | None = None) -> Path:
-    """Where resource ``name`` lies (or would lie) inside the data folder."""
-    return data_dir(data_dir_) / get_resource(name).path

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import torch
 
+from course_utils.masks import padding_mask
+
 from ...exercises import attempt, fail, is_mask, is_tensor, never_raises, passed
-from ...masks import padding_mask
 from . import encoder_layer_params, norm_params
 
 
 def _decoder_case(seed: int = 7, norm_first: bool = True):
     """A dropout-free DecoderLayer, target states, memory and a source padding mask with padding."""
-    from ...layers import DecoderLayer
+    from course_utils.layers import DecoderLayer
 
     g = torch.Generator().manual_seed(seed)
     torch_state = torch.random.get_rng_state()
@@ -90,7 +91,7 @@ def check_decoder_layer(fn) -> bool:
 @never_raises
 def check_decoder_layer_params(fn) -> bool:
     """Exercise 2: ``fn(d_model, d_ff)`` must return the number of parameters of one ``DecoderLayer``."""
-    from ...layers import DecoderLayer
+    from course_utils.layers import DecoderLayer
 
     for d_model, d_ff in ((8, 16), (64, 256), (512, 2048)):
         ok, got = attempt(fn, d_model, d_ff)

@@ -6,7 +6,7 @@
   a font that can draw Chinese), as plain dicts that the notebook asserts on.
 * :func:`build_course_map_widget` — pick a lesson, see its one-line summary and key formula.
 * :func:`check_device_choice` / :func:`check_mha_parameter_count` — the exercise checks, built on the shared
-  :mod:`course_utils.exercises` (they never raise, so the notebook runs in CI whether or not the student has
+  :mod:`course_lab.exercises` (they never raise, so the notebook runs in CI whether or not the student has
   done the exercise).
 """
 
@@ -148,7 +148,7 @@ def environment_report() -> dict:
     import matplotlib
     import numpy
 
-    from ..train import pick_device
+    from course_utils.train import pick_device
 
     device = pick_device()
     font = cjk_font_report()
@@ -222,14 +222,14 @@ def build_course_map_widget(lang: str | None = None):
 @never_raises
 def check_device_choice(my_device: Callable[[], str], lang: str | None = None) -> bool:
     """Exercise 1: ``my_device()`` returns ``"cuda"``, ``"mps"`` or ``"cpu"``, the best one available."""
-    from ..train import pick_device
+    from course_utils.train import pick_device
 
     return run_check(my_device, [((), pick_device().type)], lang=lang)
 
 
 def mha_parameter_count(d_model: int, n_heads: int) -> int:
     """Reference solution of exercise 2: W^Q, W^K, W^V, W^O (d_model² each) and four biases (d_model each)."""
-    from ..validation import check_divisible
+    from course_utils.validation import check_divisible
 
     check_divisible(d_model, n_heads)
     return 4 * d_model * d_model + 4 * d_model
@@ -238,7 +238,7 @@ def mha_parameter_count(d_model: int, n_heads: int) -> int:
 @never_raises
 def check_mha_parameter_count(count: Callable[[int, int], int], lang: str | None = None) -> bool:
     """Exercise 2: the number of parameters of ``MultiHeadAttention(d_model, n_heads)``, from a formula."""
-    from ..attention import MultiHeadAttention
+    from course_utils.attention import MultiHeadAttention
 
     cases = []
     for d_model, n_heads in ((16, 4), (64, 8), (64, 1), (96, 12)):

@@ -66,7 +66,7 @@ def _check_result(result):
     fig, state = result
     if not isinstance(fig, Figure):
         raise TypeError(f"render returned {type(fig).__name__} as the figure: return a matplotlib Figure "
-                        "(e.g. from plt.subplots() or a course_utils.viz function)")
+                        "(e.g. from plt.subplots() or a course_lab.viz function)")
     if not isinstance(state, Mapping):
         raise TypeError(f"render returned {type(state).__name__} as the state: return a dict (may be empty)")
     return fig, dict(state)

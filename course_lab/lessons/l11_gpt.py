@@ -19,9 +19,10 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
+from course_utils.attention import KVCache
+from course_utils.decoding import generate, top_k_filter
+
 from .. import i18n, viz
-from ..attention import KVCache
-from ..decoding import generate, top_k_filter
 from ..exercises import attempt, fail, never_raises, passed, tensor_problem, type_problem
 
 # Characters that would be invisible on an axis: shown by a visible stand-in.

@@ -17,9 +17,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course_utils.pretrained import mean_pool
+from course_utils.wordpiece import UNK
+
 from ... import i18n, viz
-from ...pretrained import mean_pool
-from ...wordpiece import UNK
 
 FIXTURE_DIR = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "minilm"
 
@@ -181,7 +182,7 @@ def load_sst2_subsets(n_train: int, seed: int = 0, download: bool = True):
     """``(train_rows, dev_rows, descriptions)``: ``n_train`` random SST-2 training sentences and the whole dev set
     (872) as ``(sentence, label)`` pairs, via ``course_utils.data.load_sst2`` (which falls back to a tiny bundled
     sample, with a warning, when the data is missing), and the loaders' one-line descriptions."""
-    from ...data import load_sst2
+    from course_utils.data import load_sst2
 
     train, dev = load_sst2("train", download=download), load_sst2("dev", download=download)
     rows = list(train)

@@ -13,9 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils.layers import PositionwiseFeedForward, Residual
+
 from .. import i18n, viz
 from ..exercises import attempt, fail, is_tensor, never_raises, passed
-from ..layers import PositionwiseFeedForward, Residual
 from ..widgets import LessonWidget, slider
 
 # ------------------------------------------------------------------------------------------------- widget

@@ -161,7 +161,7 @@ def tr(key: str, lang: str | None = None, **fields) -> str:
     if key not in LABELS:
         close = difflib.get_close_matches(key, LABELS, n=3)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else f"; known: {sorted(LABELS)}"
-        raise MissingTranslationError(f"unknown label {key!r}{hint} (add it to course_utils.i18n.LABELS)")
+        raise MissingTranslationError(f"unknown label {key!r}{hint} (add it to course_lab.i18n.LABELS)")
     text = pick(LABELS[key], lang)
     if fields or "{" in text:
         try:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from course_utils.attention import record_attention
+from course_utils.masks import padding_mask
+from course_utils.validation import check_divisible
+
 from ... import i18n, viz
-from ...attention import record_attention
-from ...masks import padding_mask
-from ...validation import check_divisible
 
 # ------------------------------------------------------------------------------------------------------------
 # Parameter counts: by formula and measured
@@ -133,7 +134,7 @@ def build_base_model(share_embeddings: bool = True, tie_output: bool = True, dev
     A meta tensor has a shape and a dtype but no storage, so 63M parameters cost no memory and no time: enough
     to count them and to check shapes, not to compute.
     """
-    from ...models import Transformer
+    from course_utils.models import Transformer
 
     with torch.device(device):
         model = Transformer(vocab, vocab, d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6,

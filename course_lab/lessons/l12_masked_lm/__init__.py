@@ -20,8 +20,9 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
+from course_utils.mlm import IGNORE_INDEX
+
 from ... import i18n, viz
-from ...mlm import IGNORE_INDEX
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures

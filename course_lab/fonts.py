@@ -3,7 +3,7 @@ Chinese notebook).
 
 Never a bare ``SimHei`` guess: a font is used only if matplotlib finds it installed *and* its file really has
 glyphs for the characters the labels use. When none exists, :func:`setup_fonts` says once, clearly, how to
-install one on each system. :mod:`course_utils.viz` re-exports :func:`setup_fonts` and :func:`use_language`,
+install one on each system. :mod:`course_lab.viz` re-exports :func:`setup_fonts` and :func:`use_language`,
 which is how the lessons call them.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from pathlib import Path
 
 from . import i18n
 
@@ -29,6 +30,7 @@ _CJK_TEXT = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 
 _coverage_cache: dict[str, bool] = {}
 _warned_missing_font = False
+_rescanned = False
 
 
 class CJKFontWarning(UserWarning):
@@ -52,8 +54,48 @@ def _covers_cjk(fname: str) -> bool:
     return _coverage_cache[fname]
 
 
+def _register_fonts_missing_from_cache() -> int:
+    """Add CJK fonts installed after matplotlib built its font cache; return how many were added.
+
+    matplotlib scans the system fonts once and caches the list (``fontlist-*.json``). A font installed later,
+    the order a student naturally follows (run, read the hint, install the font, run again), stays invisible
+    until that list is rebuilt. Here the new font files that really cover Chinese are added to the running
+    font manager, and the stale cache file is deleted so that the next kernel rebuilds it and finds them too.
+    """
+    from matplotlib import font_manager
+    known = {str(e.fname) for e in font_manager.fontManager.ttflist}
+    added = 0
+    for path in font_manager.findSystemFonts():
+        if path in known or not _covers_cjk(path):
+            continue
+        try:
+            font_manager.fontManager.addfont(path)
+            added += 1
+        except (OSError, RuntimeError, ValueError):  # unreadable file: skip it, as matplotlib's own scan does
+            continue
+    if added:  # drop the stale list: the next kernel's matplotlib rebuilds it from the system's fonts
+        import matplotlib
+        for cache in Path(matplotlib.get_cachedir()).glob("fontlist-*.json"):
+            cache.unlink(missing_ok=True)
+    return added
+
+
 def find_cjk_font() -> str | None:
-    """Name of the best installed font that can draw Simplified Chinese, or None."""
+    """Name of the best installed font that can draw Simplified Chinese, or None.
+
+    If none is in matplotlib's (possibly stale) font list, the system's font folders are scanned once for CJK
+    fonts installed after the list was cached (:func:`_register_fonts_missing_from_cache`).
+    """
+    global _rescanned
+    name = _best_cjk_font()
+    if name is None and not _rescanned:
+        _rescanned = True  # once per session: an English-only machine without CJK fonts pays the scan once
+        if _register_fonts_missing_from_cache():
+            name = _best_cjk_font()
+    return name
+
+
+def _best_cjk_font() -> str | None:
     by_name: dict[str, list[str]] = {}
     for entry in _installed_fonts():
         by_name.setdefault(entry.name, []).append(entry.fname)
@@ -76,7 +118,8 @@ def missing_font_message() -> str:
         "  Fedora: sudo dnf install google-noto-sans-cjk-fonts   Arch: sudo pacman -S noto-fonts-cjk\n"
         "  macOS / Windows ship PingFang SC / Microsoft YaHei: if they are not found, the cache is stale.\n"
         "  conda (no root): conda search -c conda-forge '*cjk*' and install the Noto CJK package it lists.\n"
-        f"Then delete matplotlib's font cache ({cache}/fontlist-*.json) so that it rescans the fonts.\n"
+        f"The course finds a newly installed font by itself; if it still does not, delete matplotlib's font cache\n"
+        f"({cache}/fontlist-*.json) so that it rescans the fonts.\n"
         "Or register a downloaded font file for this session only:\n"
         "  matplotlib.font_manager.fontManager.addfont('/path/to/NotoSansCJKsc-Regular.otf')"
     )

@@ -10,8 +10,9 @@ import math
 
 import torch
 
+from course_utils.mlm import IGNORE_INDEX, mask_tokens
+
 from ...exercises import attempt, fail, never_raises, passed, type_problem
-from ...mlm import IGNORE_INDEX, mask_tokens
 
 _V, _MASK, _SPECIAL = 40, 4, (0, 1, 2, 3, 4)
 

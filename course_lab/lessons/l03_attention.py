@@ -13,8 +13,9 @@ import math
 import numpy as np
 import torch
 
+from course_utils.attention import scaled_dot_product_attention
+
 from .. import i18n, viz
-from ..attention import scaled_dot_product_attention
 from ..exercises import attempt, fail, never_raises, passed, say, tensor_close
 
 # ----------------------------------------------------------------------------------------------------

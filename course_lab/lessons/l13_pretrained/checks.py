@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from course_utils.pretrained import mean_pool
+from course_utils.wordpiece import UNK
+
 from ...exercises import attempt, fail, never_raises, passed, say, tensor_close
-from ...pretrained import mean_pool
-from ...wordpiece import UNK
 from . import wordpiece_steps
 
 

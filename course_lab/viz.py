@@ -1,13 +1,13 @@
 """Plots used by the lessons, with labels in the notebook's language and a working Chinese font.
 
 Every ``plot_*`` function accepts tensors (any device, with or without grad) or arrays, labels its axes
-through :func:`course_utils.i18n.tr` and *returns* the Figure without showing it: the notebook displays the
+through :func:`course_lab.i18n.tr` and *returns* the Figure without showing it: the notebook displays the
 returned value, tests read its data. Figures are created with pyplot (so that Jupyter's inline display is set
 up) and at once released from pyplot's registry: they are displayed once (not again at the end of the cell)
 and never leak.
 
 Importing this module imports nothing heavy: matplotlib is loaded by the first plot. The Chinese font is found by
-:mod:`course_utils.fonts`.
+:mod:`course_lab.fonts`.
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ from functools import partial
 import numpy as np
 import torch
 
+from course_utils.positional import sinusoidal_encoding
+
 from .. import i18n, viz
 from ..exercises import never_raises, run_check, tensor_problem
-from ..positional import sinusoidal_encoding
 
 BASE = 10000.0
 

@@ -18,9 +18,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course_utils.losses import cross_entropy
+
 from .. import i18n, viz
 from ..exercises import attempt, fail, is_tensor, never_raises, passed
-from ..losses import cross_entropy
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures

@@ -16,9 +16,10 @@ from functools import partial
 import numpy as np
 import torch
 
+from course_utils.positional import sinusoidal_encoding
+
 from .. import i18n, viz
 from ..exercises import never_raises, number_problem, run_check, tensor_problem
-from ..positional import sinusoidal_encoding
 
 # Initialisations the widget offers: the paper's d^-0.5, nn.Embedding's default N(0, 1), GPT-2/BERT's 0.02.
 INIT_SCHEMES = {
@@ -145,7 +146,7 @@ def input_vectors_reference(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
 @never_raises
 def check_input_vectors(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 2: ``input_vectors(ids, E)`` = course_utils' TokenEmbedding + SinusoidalPositionalEncoding."""
-    from ..positional import SinusoidalPositionalEncoding, TokenEmbedding
+    from course_utils.positional import SinusoidalPositionalEncoding, TokenEmbedding
 
     cases = []
     for ids, E in _embedding_cases()[1:]:

@@ -23,10 +23,11 @@ import random
 import numpy as np
 import torch
 
+from course_utils.attention import record_attention
+from course_utils.decoding import beam_search, greedy_decode
+from course_utils.tokenizers import CharTokenizer, WordTokenizer
+
 from ... import i18n, viz
-from ...attention import record_attention
-from ...decoding import beam_search, greedy_decode
-from ...tokenizers import CharTokenizer, WordTokenizer
 
 try:
     import cn2an

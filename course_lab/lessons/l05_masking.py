@@ -14,8 +14,10 @@ from __future__ import annotations
 import ipywidgets as widgets
 import torch
 
-from .. import i18n, masks, viz
-from ..attention import scaled_dot_product_attention
+from course_utils import masks
+from course_utils.attention import scaled_dot_product_attention
+
+from .. import i18n, viz
 from ..exercises import attempt, fail, is_mask, is_tensor, never_raises, passed
 from ..widgets import LessonWidget, dropdown
 

@@ -2,7 +2,7 @@
 
 A student's stub ``raise NotImplementedError`` means "not attempted yet" (so the notebook still runs in CI);
 any other exception from their code is reported as a message, not a traceback. Every message is printed in the
-notebook's language (:func:`course_utils.i18n.current_language`, or an explicit ``lang``).
+notebook's language (:func:`course_lab.i18n.current_language`, or an explicit ``lang``).
 
 Every ``check_*`` function is decorated with :func:`never_raises`. Two ways to write one:
 

@@ -11,8 +11,9 @@ import math
 
 import torch
 
+from course_utils.attention import MultiHeadAttention
+
 from .. import i18n, viz
-from ..attention import MultiHeadAttention
 from ..exercises import attempt, never_raises, passed, say, tensor_close
 from .l03_attention import ROLES, SEEKS, SENTENCES, row_entropy
 

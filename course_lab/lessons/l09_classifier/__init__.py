@@ -20,8 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils.attention import record_attention
+
 from ... import i18n, viz
-from ...attention import record_attention
 
 LABEL_NAMES = {"en": ("negative", "positive"), "zh": ("负面", "正面")}
 
@@ -234,9 +235,9 @@ def plot_predictions(sentences: Sequence[str], probs: torch.Tensor, lang=None):
 
 def demo_model(seed: int = 0):
     """A tiny *untrained* classifier and a tokenizer built from the bundled sample sentences (for tests)."""
-    from ...data.samples import sample_sentiment
-    from ...models import EncoderClassifier
-    from ...tokenizers import WordTokenizer
+    from course_utils.data.samples import sample_sentiment
+    from course_utils.models import EncoderClassifier
+    from course_utils.tokenizers import WordTokenizer
 
     tokenizer = WordTokenizer.from_texts([text for text, _ in sample_sentiment("en")]
                                          + list(EXAMPLE_SENTENCES))

@@ -1,0 +1,150 @@
+"""The library boundary (docs/design.md): course_utils is what a GPU user imports, course_lab is the notebook layer.
+
+- every course_utils module imports with matplotlib, ipywidgets, IPython and Jupyter absent;
+- nothing in course_utils imports course_lab, and the package reads no file outside itself;
+- size limits that keep the library small (≤ 5,000 lines, no module over 300 lines);
+- a CJK font installed after matplotlib cached its font list is found (review first-run.md item 2).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CORE = ROOT / "course_utils"
+NOTEBOOK_LAYER = ("matplotlib", "ipywidgets", "IPython", "jupyter", "jupyterlab", "jupyter_client", "ipykernel",
+                  "notebook", "nbformat", "course_lab")
+
+
+def core_modules() -> list[str]:
+    names = []
+    for path in sorted(CORE.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts[-1] == "__main__":
+            continue
+        names.append(".".join(parts))
+    return names
+
+
+def test_every_course_utils_module_imports_without_the_notebook_layer():
+    blocker = textwrap.dedent(f"""
+        import importlib, importlib.abc, sys
+        BLOCKED = {NOTEBOOK_LAYER!r}
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in BLOCKED:
+                    raise ImportError(f"{{name}} is not installed (blocked by the boundary test)")
+        sys.meta_path.insert(0, Block())
+        for name in {core_modules()!r}:
+            importlib.import_module(name)
+        leaked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+        assert not leaked, leaked
+        print("imported", len({core_modules()!r}))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    run = subprocess.run([sys.executable, "-c", blocker], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"imported {len(core_modules())}" in run.stdout
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(CORE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_course_utils_never_imports_the_notebook_layer_or_reads_outside_itself(path):
+    bad = {m for m in _imports(path) if m.split(".")[0] in NOTEBOOK_LAYER}
+    assert not bad, f"{path.name} imports {sorted(bad)}: move that code to course_lab"
+    text = path.read_text(encoding="utf-8")
+    # The package never climbs out of its own folder (docs/, the project root, ...).
+    for pattern in ("parents[2]", "parents[3]", 'parent.parent / "docs"', "parent.parent.parent"):
+        assert pattern not in text, f"{path.name} reaches outside the package ({pattern})"
+
+
+def test_course_utils_stays_small():
+    counts = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+              for p in CORE.rglob("*.py")}
+    total = sum(counts.values())
+    too_long = {p: n for p, n in counts.items() if n > 300}
+    assert total <= 5000, f"course_utils has {total} lines (limit 5,000)"
+    assert not too_long, f"modules over 300 lines: {too_long}"
+
+
+def test_required_dependencies_are_the_library_only():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {d.split(">")[0].split("=")[0].split("<")[0].split(";")[0].strip().lower() for d in project["dependencies"]}
+    assert names == {"torch", "numpy", "safetensors", "tqdm"}, names
+    lab = " ".join(project["optional-dependencies"]["lab"]).lower()
+    for needed in ("matplotlib", "ipywidgets", "jupyterlab"):
+        assert needed in lab
+
+
+def _cjk_font_files() -> list[str]:
+    try:
+        from matplotlib import font_manager
+        from matplotlib.ft2font import FT2Font
+    except ImportError:
+        return []
+    files = []
+    for path in font_manager.findSystemFonts():
+        try:
+            if FT2Font(path).get_char_index(ord("注")) and "LastResort" not in path:
+                files.append(path)
+        except (OSError, RuntimeError, ValueError):
+            continue
+    return files
+
+
+def test_a_cjk_font_missing_from_a_stale_font_cache_is_found(tmp_path):
+    """The cache predates the font: simulate it by removing every CJK entry from a freshly built cache."""
+    cjk_files = _cjk_font_files()
+    if not cjk_files:
+        pytest.skip("no CJK font on this machine (CI installs fonts-wqy-microhei)")
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path)}
+    env.pop("PYTHONWARNINGS", None)
+    build = "import matplotlib.font_manager as fm; print(fm.get_cachedir() if hasattr(fm, 'get_cachedir') else '')"
+    subprocess.run([sys.executable, "-c", build], env=env, check=True, capture_output=True, timeout=300)
+    (cache,) = tmp_path.glob("fontlist-*.json")
+    data = json.loads(cache.read_text(encoding="utf-8"))
+    data["ttflist"] = [e for e in data["ttflist"] if e["fname"] not in cjk_files]
+    cache.write_text(json.dumps(data), encoding="utf-8")
+
+    probe = textwrap.dedent("""
+        from course_lab import fonts
+        print("before", fonts._best_cjk_font() is not None)  # what the font list alone offers
+        print("found", fonts.find_cjk_font())
+    """)
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "before False" in run.stdout  # the stale cache really did not know the font
+    assert "found None" not in run.stdout, run.stdout
+    # The stale cache is gone: the next process rebuilds it and its font list alone has the font.
+    assert not cache.exists()
+    again = "from course_lab import fonts; print('list has it', fonts._best_cjk_font() is not None)"
+    run = subprocess.run([sys.executable, "-c", again], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert "list has it True" in run.stdout, run.stderr[-2000:]
