@@ -5,20 +5,32 @@ strings, so it is always read back with ``torch.load(path, weights_only=True)``:
 objects can run arbitrary code, and a course must never teach loading checkpoints that way. Contents::
 
     {"format": "course_utils.checkpoint/1", "step": int, "model": state_dict,
-     "optimizer": state_dict | None, "scheduler": state_dict | None, "history": dict | None,
-     "rng": {...}, "extra": dict, "torch_version": str}
+     "optimizer": state_dict | None, "optimizer_type": str | None, "scheduler": state_dict | None,
+     "scheduler_type": str | None, "history": dict | None, "rng": {...}, "extra": dict,
+     "torch_version": str}
 
-Writes are atomic: the data goes to a temporary file in the same directory, is flushed and ``fsync``-ed,
-then ``os.replace``-d over the old file. An interrupted save (Ctrl+C, a full disk, a crash) therefore
-leaves the previous complete checkpoint untouched.
+Writes are atomic and verified: the data goes to a temporary file in the same directory, is flushed,
+``fsync``-ed and read back with ``weights_only=True``, then ``os.replace``-d over the old file. An
+interrupted save (Ctrl+C, a full disk, a crash) therefore leaves the previous complete checkpoint
+untouched; Ctrl+C during the write is held until the file is complete, then delivered. Temporary files
+left by a killed process are removed by the next save or load. Reading checks every entry's zip CRC-32
+first, so a flipped bit anywhere in the file is reported instead of loaded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import os
 import pickle
 import random
+import re
+import signal
 import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +38,10 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["CheckpointError", "save_checkpoint", "load_checkpoint", "get_rng_state", "set_rng_state"]
+__all__ = [
+    "CheckpointError", "save_checkpoint", "load_checkpoint", "get_rng_state", "set_rng_state",
+    "defer_interrupts",
+]
 
 FORMAT = "course_utils.checkpoint/1"
 
@@ -83,22 +98,153 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.mps.set_rng_state(state["mps"].cpu())
 
 
+# What torch.load(weights_only=True) reads back, leaf by leaf (exact types: a float or str *subclass* such as
+# numpy.float64 or an Enum is pickled by its class and refused on load).
+_PLAIN_LEAVES = (type(None), bool, int, float, complex, str, bytes, bytearray, torch.device, torch.dtype)
+
+
+def _plain(value: Any, where: str) -> Any:
+    """``value`` made safe for ``weights_only=True``: numpy scalars become Python numbers; anything else
+    that the safe loader would refuse raises a ``TypeError`` naming where it is, at save time."""
+    if type(value) in _PLAIN_LEAVES or isinstance(value, torch.Tensor) or type(value) is torch.Size:
+        return value
+    if isinstance(value, np.generic) and value.dtype.kind in "biufc":  # np.float32(0.1), np.int64(3)...
+        return value.item()
+    if type(value) in (list, tuple, set, frozenset):
+        items = [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        changed = any(a is not b for a, b in zip(items, value))
+        return type(value)(items) if changed else value
+    if isinstance(value, dict) and type(value).__module__ in ("builtins", "collections"):
+        out = {_plain(k, where): _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
+        if all(a is b for a, b in zip(out, value)) and all(out[k] is value[k] for k in value):
+            return value
+        new = type(value)(out)
+        if hasattr(value, "_metadata"):  # a state_dict keeps its module versions here
+            new._metadata = value._metadata
+        return new
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
+        hint = "store value.isoformat() (a str) or value.timestamp() (a float) instead"
+    elif isinstance(value, np.ndarray):
+        hint = "store torch.from_numpy(array) or array.tolist() instead"
+    elif isinstance(value, os.PathLike):
+        hint = "store str(path) instead"
+    else:
+        hint = "store tensors, numbers, strings, lists and dicts only (e.g. .tolist(), str(...))"
+    raise TypeError(
+        f"{where} holds a {type(value).__module__}.{type(value).__qualname__}, which "
+        f"torch.load(weights_only=True) cannot read back, so the checkpoint was not written: {hint}"
+    )
+
+
 def _check_plain(value: Any, where: str) -> None:
     """Refuse, at save time, anything ``weights_only=True`` would refuse at load time."""
-    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+    _plain(value, where)
+
+
+# ---------------------------------------------------------------------------------------- Ctrl+C handling
+_deferring = threading.local()
+
+
+@contextlib.contextmanager
+def defer_interrupts() -> Iterator[None]:
+    """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it.
+
+    torch's zip writer turns a ``KeyboardInterrupt`` raised inside it into ``RuntimeError: [enforce fail
+    at inline_container.cc]``, and a half-written temp file is useless anyway: so a checkpoint write is
+    never interrupted, it finishes (a fraction of a second) and *then* the interrupt is raised. Nested
+    uses share the outer one; outside the main thread (where signals cannot be caught) it does nothing.
+    """
+    if getattr(_deferring, "active", False) or threading.current_thread() is not threading.main_thread():
+        yield
         return
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            _check_plain(item, where)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_plain(key, where)
-            _check_plain(item, f"{where}[{key!r}]")
-    else:
-        raise TypeError(
-            f"{where} holds a {type(value).__name__}, which torch.load(weights_only=True) cannot "
-            "read back: store tensors, numbers, strings, lists and dicts only (e.g. .tolist())"
-        )
+    received: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    except (ValueError, OSError):  # e.g. a sub-interpreter: no signal handling possible
+        yield
+        return
+    _deferring.active = True
+    try:
+        yield
+    finally:
+        _deferring.active = False
+        signal.signal(signal.SIGINT, previous)
+    if received:  # the block completed: deliver the held interrupt the way it would have been
+        if callable(previous):
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+
+def _interrupted(err: BaseException) -> bool:
+    """True when ``err`` is, or was caused by, a KeyboardInterrupt (torch wraps it in a RuntimeError)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+# ------------------------------------------------------------------------------------------ temp files
+def _temp_pattern(path: Path) -> re.Pattern[str]:
+    # ".<name>.<pid>.<random>.tmp" (and ".<name>.<random>.tmp" from older versions, without the pid)
+    return re.compile(rf"^\.{re.escape(path.name)}\.(?:(\d+)\.)?[^.]+\.tmp$")
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, it belongs to someone else
+        return True
+    return True
+
+
+def _remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
+    """Delete temp files of ``path`` that a killed save left behind (a SIGKILL skips every cleanup).
+
+    A temp file is stale when the process that wrote it is gone; when that cannot be told (no pid in the
+    name, or Windows), when it is older than ``older_than_s``. A save running now in another process is
+    never touched.
+    """
+    pattern = _temp_pattern(path)
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match is None:
+            continue
+        pid = int(match.group(1)) if match.group(1) else None
+        try:
+            old = time.time() - entry.lstat().st_mtime > older_than_s
+            if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or (old and pid != os.getpid()):
+                entry.unlink()
+        except OSError:
+            pass  # vanished meanwhile, or not ours to delete: harmless
+
+
+def _umask() -> int:
+    try:  # Linux: read it without changing it (os.umask is process-wide, racy with threads)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# ------------------------------------------------------------------------------------------------ save
+def _state_type(obj: Any) -> str | None:
+    return None if obj is None else type(obj).__name__
 
 
 def save_checkpoint(
@@ -113,48 +259,74 @@ def save_checkpoint(
     """Atomically write a checkpoint after ``step`` completed updates; returns the path.
 
     ``history`` may be a ``course_utils.train.History`` (stored via ``.to_dict()``), a plain dict or ``None``.
-    ``extra`` must hold only tensors and plain Python values (it is loaded with ``weights_only=True``).
+    ``extra`` must hold only tensors and plain Python values (it is loaded with ``weights_only=True``);
+    numpy scalars are stored as Python numbers, anything the safe loader could not read back (a datetime,
+    a numpy array, an arbitrary object, also in a model's extra state or a schedule's state) is refused
+    here with a ``TypeError``, and the file just written is read back once to prove it loads.
     The current RNG states are stored too, so a resumed run draws the same dropout masks and batches.
+    Ctrl+C during the write is held until the file is complete (see :func:`defer_interrupts`).
     """
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
     if extra is not None and not isinstance(extra, dict):
         raise TypeError(f"extra must be a dict of plain values, got {type(extra).__name__}")
-    _check_plain(extra, "extra")
-    history_dict = history.to_dict() if hasattr(history, "to_dict") else history
-    _check_plain(history_dict, "history")
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"checkpoint path {path} is a directory: pass a file name like {path / 'last.pt'}")
+    history_dict = history.to_dict() if hasattr(history, "to_dict") else history
     payload = {
         "format": FORMAT,
         "step": step,
-        "model": _unwrap(model).state_dict(),
-        "optimizer": optimizer.state_dict() if optimizer is not None else None,
-        "scheduler": scheduler.state_dict() if scheduler is not None else None,
-        "history": history_dict,
+        "model": _plain(_unwrap(model).state_dict(), "the model's state_dict"),
+        "optimizer": _plain(optimizer.state_dict(), "the optimizer's state_dict") if optimizer else None,
+        "optimizer_type": _state_type(optimizer),
+        "scheduler": _plain(scheduler.state_dict(), "the scheduler's state_dict") if scheduler else None,
+        "scheduler_type": _state_type(scheduler),
+        "history": _plain(history_dict, "history"),
         "rng": get_rng_state(),
-        "extra": dict(extra or {}),
+        "extra": _plain(dict(extra or {}), "extra"),
         "torch_version": str(torch.__version__),  # TorchVersion is a class weights_only refuses
     }
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(path)
+    with defer_interrupts():
+        _write(path, payload)
+    _fsync_directory(path.parent)
+    return path
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
     # The temporary file lives in the same directory so os.replace is a rename within one file system,
-    # which is atomic: readers see either the old checkpoint or the new one, never a partial file.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # which is atomic: readers see either the old checkpoint or the new one, never a partial file. Its name
+    # holds our pid, so that a later save can tell a temp file of a killed process from one being written.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it 0600; a checkpoint is an ordinary file
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" checkpoint
+        _verify_written(Path(tmp_name))
         os.replace(tmp_name, path)
-    except BaseException:  # including KeyboardInterrupt: never leave a stray temp file, never touch `path`
+    except BaseException as err:  # including KeyboardInterrupt: never leave a stray temp file, never touch `path`
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        if not isinstance(err, KeyboardInterrupt) and _interrupted(err):
+            raise KeyboardInterrupt from None  # torch's "enforce fail at inline_container.cc" was a Ctrl+C
         raise
-    _fsync_directory(path.parent)
-    return path
+
+
+def _verify_written(tmp: Path) -> None:
+    """Read the new file back with ``weights_only=True`` (memory-mapped: only the pickle is parsed)."""
+    try:
+        loaded = torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as err:
+        raise TypeError(f"the checkpoint holds something torch.load(weights_only=True) cannot read back "
+                        f"({_torch_reason(err)}), so it was not written: store tensors, numbers, strings, "
+                        "lists and dicts only") from None
+    del loaded
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -171,29 +343,109 @@ def _fsync_directory(directory: Path) -> None:
         os.close(dir_fd)
 
 
+# ------------------------------------------------------------------------------------------------ load
+def _torch_reason(err: BaseException) -> str:
+    """The useful part of a torch.load error, without its advice to retry with ``weights_only=False``
+    (which would run any code the file contains) or to call ``add_safe_globals``."""
+    text = str(err)
+    match = re.search(r"WeightsUnpickler error:\s*(.*)", text)
+    reason = match.group(1) if match else text.strip().splitlines()[0] if text.strip() else type(err).__name__
+    reason = re.split(r"(?<=\.)\s+(?=Please|Check the|To |This file|Re-running|Alternatively|You can)",
+                      reason)[0]
+    reason = re.sub(r"\s*\(?\s*weights_only=False[^.]*\.?", "", reason).strip()
+    return reason[:300]
+
+
+def _check_crc(path: Path, advice: str) -> None:
+    """Every entry of a torch zip checkpoint carries a CRC-32 that torch.load does not check: check it."""
+    if not zipfile.is_zipfile(path):
+        return  # not a zip at all: torch.load reports it below
+    try:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
+        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({err}); {advice}") from None
+    if bad is not None:
+        raise CheckpointError(
+            f"checkpoint {path} is damaged: the bytes of its entry {bad!r} do not match their CRC-32 checksum "
+            f"(a disk, memory or copy error changed them); {advice}"
+        )
+
+
 def _read(path: Path, map_location: Any) -> dict[str, Any]:
     advice = f"delete {path} to start from scratch, or load an earlier checkpoint"
+    _check_crc(path, advice)
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
         if "unsupported global" in str(err).lower():  # a class/function the safe loader will not import
             raise CheckpointError(
-                f"{path} contains Python objects that are not tensors or plain values, so "
-                "torch.load(weights_only=True) refused it (unpickling them could run arbitrary code); "
+                f"{path} contains Python objects that are not tensors or plain values ({_torch_reason(err)}), "
+                "so torch.load(weights_only=True) refused it (unpickling them could run arbitrary code); "
                 f"course_utils.save_checkpoint never writes such files. {advice[0].upper()}{advice[1:]}"
-            ) from err
-        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({err}); {advice}") from err
+            ) from None
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt or truncated ({_torch_reason(err)}); {advice}"
+        ) from None
     except Exception as err:  # torch raises OSError, EOFError, KeyError, RuntimeError... for damaged files
         raise CheckpointError(
-            f"checkpoint {path} is corrupt or truncated ({type(err).__name__}: {err}); {advice}"
-        ) from err
+            f"checkpoint {path} is corrupt or truncated ({type(err).__name__}: {_torch_reason(err)}); {advice}"
+        ) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT or "model" not in ckpt:
-        keys = sorted(ckpt)[:5] if isinstance(ckpt, dict) else type(ckpt).__name__
+        keys = sorted(map(str, ckpt))[:5] if isinstance(ckpt, dict) else type(ckpt).__name__
         raise CheckpointError(
             f"{path} is not a course_utils checkpoint (found {keys}). For a bare state_dict use "
             "model.load_state_dict(torch.load(path, weights_only=True))"
         )
     return ckpt
+
+
+def _state_dict_error(err: RuntimeError, limit: int = 12) -> str:
+    """load_state_dict's own list of missing/unexpected keys and size mismatches, kept whole (up to
+    ``limit`` lines): the first line alone says nothing about *what* differs."""
+    lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
+    shown = "; ".join(lines[:limit])
+    more = f"; ... and {len(lines) - limit} more" if len(lines) > limit else ""
+    return shown + more if lines else str(err)
+
+
+def _check_optimizer(path: Path, ckpt: dict[str, Any], optimizer: torch.optim.Optimizer) -> None:
+    """The saved optimizer must be of the same kind: SGD's state in an AdamW (or the reverse) loads without
+    error in torch and then fails at the first step, or silently replaces the learning rate."""
+    saved_type = ckpt.get("optimizer_type")
+    saved_keys = set(ckpt["optimizer"]["param_groups"][0]) if ckpt["optimizer"].get("param_groups") else set()
+    now_keys = set(optimizer.param_groups[0]) if optimizer.param_groups else set()
+    differs = (saved_type is not None and saved_type != type(optimizer).__name__) or (
+        saved_type is None and saved_keys and not saved_keys <= now_keys | {"initial_lr"})
+    if differs:
+        raise CheckpointError(
+            f"{path} holds the state of a {saved_type or 'different'} optimizer, but a "
+            f"{type(optimizer).__name__} was passed: resume with the same optimizer as the saved run "
+            "(same class and parameter groups), or load only the weights with load_checkpoint(path, model) "
+            "and start the new optimizer from scratch"
+        )
+
+
+def _check_scheduler(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: Any) -> None:
+    saved = ckpt.get("scheduler")
+    if scheduler is not None and saved is None:
+        raise CheckpointError(
+            f"{path} was saved without a learning-rate schedule, but one was passed now: resuming would "
+            "restart the schedule at step 0 in the middle of the run. Resume with the same setting as the "
+            "saved run (fit(..., schedule=None)), or delete the checkpoint to train from scratch with the schedule"
+        )
+    if scheduler is None and saved is not None and optimizer is not None:
+        raise CheckpointError(
+            f"{path} was saved with a learning-rate schedule ({ckpt.get('scheduler_type') or 'a scheduler'}), "
+            "but none was passed now: the learning rate would stay frozen at its last value. Pass the same "
+            "schedule as the saved run, or load only the weights with load_checkpoint(path, model)"
+        )
+    saved_type = ckpt.get("scheduler_type")
+    if scheduler is not None and saved_type is not None and saved_type != type(scheduler).__name__:
+        raise CheckpointError(
+            f"{path} holds the state of a {saved_type}, but a {type(scheduler).__name__} was passed: resume "
+            "with the same kind of schedule as the saved run"
+        )
 
 
 def load_checkpoint(
@@ -207,34 +459,45 @@ def load_checkpoint(
 ) -> dict[str, Any]:
     """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler`` if given); return the whole dict.
 
-    The file is read with ``torch.load(..., weights_only=True)``. ``map_location=None`` reads tensors onto
-    the CPU first (so a GPU checkpoint opens on any machine); ``load_state_dict`` then copies them to
-    wherever the model and optimizer live. ``restore_rng=True`` (what ``fit`` does when resuming) also
-    restores the global RNG states, so training continues with exactly the random numbers it would have
-    drawn. The returned dict has ``"step"``, ``"history"`` (a plain dict), ``"extra"`` and the state dicts.
+    The file's CRC-32 checksums are verified, then it is read with ``torch.load(..., weights_only=True)``.
+    ``map_location=None`` reads tensors onto the CPU first (so a GPU checkpoint opens on any machine);
+    ``load_state_dict`` then copies them to wherever the model and optimizer live. ``restore_rng=True``
+    (what ``fit`` does when resuming) also restores the global RNG states, so training continues with
+    exactly the random numbers it would have drawn. Resuming needs the same kind of optimizer as the saved
+    run, and a scheduler exactly when the run had one (else :class:`CheckpointError` says what differs).
+    The returned dict has ``"step"``, ``"history"`` (a plain dict), ``"extra"`` and the state dicts.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no checkpoint at {path}: check the path, or train first with fit(..., checkpoint_path=...)"
         )
+    _remove_stale_temps(path)
     ckpt = _read(path, "cpu" if map_location is None else map_location)
+    if optimizer is not None and ckpt.get("optimizer") is None:
+        raise CheckpointError(
+            f"{path} was saved without an optimizer state, so the optimizer passed cannot resume from it: "
+            "load only the weights with load_checkpoint(path, model) and start the optimizer from scratch"
+        )
+    if optimizer is not None:
+        _check_optimizer(path, ckpt, optimizer)
+    _check_scheduler(path, ckpt, optimizer, scheduler)
     try:
         _unwrap(model).load_state_dict(ckpt["model"])
     except RuntimeError as err:
         raise CheckpointError(
-            f"checkpoint {path} does not match this model ({str(err).splitlines()[0]}): build the model "
+            f"checkpoint {path} does not match this model ({_state_dict_error(err)}): build the model "
             "with the same hyperparameters as when it was saved, or delete the checkpoint to start over"
-        ) from err
-    if optimizer is not None and ckpt.get("optimizer") is not None:
+        ) from None
+    if optimizer is not None:
         try:
             optimizer.load_state_dict(ckpt["optimizer"])
         except (ValueError, KeyError) as err:
             raise CheckpointError(
                 f"the optimizer state in {path} does not fit this optimizer ({err}): use the same "
                 "optimizer and parameter groups as the saved run, or delete the checkpoint"
-            ) from err
-    if scheduler is not None and ckpt.get("scheduler") is not None:
+            ) from None
+    if scheduler is not None:
         scheduler.load_state_dict(ckpt["scheduler"])
     if restore_rng:
         set_rng_state(ckpt["rng"])

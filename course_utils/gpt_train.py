@@ -24,7 +24,7 @@ from .checkpoint import load_checkpoint
 from .models import GPT
 from .schedules import cosine_schedule
 from .tokenizers import CharTokenizer
-from .train import History, fit, pick_device
+from .train import History, fit, param_groups, pick_device
 
 PRESETS = {
     "tiny": dict(n_layers=2, n_heads=2, d_model=64, block_size=64, batch_size=16),
@@ -105,13 +105,15 @@ def main(argv=None) -> dict:
     model = GPT(
         tok.vocab_size, args.block_size, args.n_layers, args.n_heads, args.d_model, dropout=args.dropout
     ).to(device)
-    history, optimizer = (
-        None,
-        torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=0.1),
+    # Weight decay on the weight matrices only: not on biases, LayerNorm gains or the embedding tables.
+    history = None
+    optimizer = torch.optim.AdamW(param_groups(model, 0.1), lr=args.lr, betas=(0.9, 0.99))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, cosine_schedule(args.steps, min(args.warmup, args.steps // 10), 0.1)
     )
     if distributed and not lead and args.out and os.path.exists(args.out):
         # Rank 0 resumes inside fit(); the others load the same state here so that every process agrees.
-        ckpt = load_checkpoint(args.out, model, optimizer, map_location=device)
+        ckpt = load_checkpoint(args.out, model, optimizer, scheduler, map_location=device)
         history = History.from_dict(ckpt["history"])
     net = model
     if distributed:
@@ -142,7 +144,7 @@ def main(argv=None) -> dict:
         steps=args.steps,
         optimizer=optimizer,
         amp=args.amp,
-        schedule=cosine_schedule(args.steps, min(args.warmup, args.steps // 10), 0.1),
+        schedule=scheduler,
         clip_grad=1.0,
         eval_fn=eval_fn if lead else None,
         checkpoint_path=args.out if lead else None,

@@ -12,6 +12,7 @@ Everything here is checked against PyTorch in ``tests/test_losses.py``:
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor
@@ -157,14 +158,22 @@ def perplexity(mean_nll: float | Tensor) -> float | Tensor:
     uniform choice among ``V`` tokens". Accepts a number (returns a float, ``inf`` on overflow) or a tensor.
     """
     hint = "it looks like a log-probability (<= 0) was passed: negate it first"
+    nan = "mean_nll is nan: the loss diverged, or every target was ignored upstream"
     if isinstance(mean_nll, Tensor):
-        if bool((mean_nll.detach() < 0).any()):
+        if not (mean_nll.is_floating_point() or mean_nll.dtype in (torch.int32, torch.int64)):
+            raise TypeError(f"mean_nll must be a float tensor, got {mean_nll.dtype}: use mean_nll.float()")
+        value = mean_nll.detach()
+        if bool(torch.isnan(value).any()):
+            raise ValueError(nan)
+        if bool((value < 0).any()):
             raise ValueError(f"mean_nll must be >= 0 (a negative log-likelihood); {hint}")
         return torch.exp(mean_nll)
-    if isinstance(mean_nll, bool) or not isinstance(mean_nll, (int, float)):
+    # numbers.Real covers int, float and numpy's scalars (np.float32 is not a float subclass, np.float64 is)
+    if isinstance(mean_nll, bool) or not isinstance(mean_nll, numbers.Real):
         raise TypeError(f"mean_nll must be a float or a tensor, got {type(mean_nll).__name__}")
+    mean_nll = float(mean_nll)
     if math.isnan(mean_nll):
-        raise ValueError("mean_nll is nan: the loss diverged, or every target was ignored upstream")
+        raise ValueError(nan)
     if mean_nll < 0:
         raise ValueError(f"mean_nll={mean_nll} must be >= 0 (a negative log-likelihood); {hint}")
     try:

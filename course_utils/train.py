@@ -1,7 +1,8 @@
 """A small, readable training loop (lessons 09-13 and the benchmarks).
 
-``fit`` is the whole recipe of lesson 09 in one place: AdamW, a learning-rate schedule, gradient
-clipping, mixed precision, periodic evaluation, a NaN guard and resumable checkpoints. Schedules live in
+``fit`` is the whole recipe of lesson 09 in one place: AdamW (weight decay on weight matrices only, see
+:func:`param_groups`), a learning-rate schedule, gradient clipping, mixed precision, periodic evaluation,
+a NaN guard and resumable checkpoints. Schedules live in
 ``course_utils.schedules`` and checkpoints in ``course_utils.checkpoint``; both are re-exported here.
 
 Reproducibility contract: ``get_batch(step)`` must be a deterministic function of ``step``. Together with
@@ -15,6 +16,7 @@ import contextlib
 import math
 import os
 import random
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,15 +28,16 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, defer_interrupts, load_checkpoint, save_checkpoint
 from .schedules import cosine_schedule, inverse_sqrt_schedule
 
 __all__ = [
-    "pick_device", "seed_everything", "move_to_device", "History", "TrainingDiverged", "fit",
+    "pick_device", "seed_everything", "move_to_device", "History", "TrainingDiverged", "fit", "param_groups",
     "inverse_sqrt_schedule", "cosine_schedule", "save_checkpoint", "load_checkpoint", "CheckpointError",
 ]
 
 _AMP_MODES = ("auto", "bf16", "fp16", "off")
+_ON_INTERRUPT = ("auto", "return", "raise")
 
 
 def pick_device(prefer: str | torch.device | None = None) -> torch.device:
@@ -147,6 +150,30 @@ class TrainingDiverged(FloatingPointError):
         self.step, self.value, self.lr = step, value, lr
 
 
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW parameter groups that apply ``weight_decay`` to weight matrices only (GPT-2, nanoGPT, BERT).
+
+    Decoupled weight decay, ``w <- w - lr * weight_decay * w``, pulls a weight towards 0. That is a useful
+    prior for the matrices of linear layers (``p.dim() >= 2``) but not for biases, LayerNorm gains (a gain
+    pulled to 0 switches its feature off) or embedding tables (each row of a rare token would shrink at
+    every step while it seldom gets a gradient). So: one group with ``weight_decay`` for every parameter
+    with ``p.dim() >= 2`` that is not the table of an ``nn.Embedding``, one group with 0 for the rest.
+    Shared (tied) parameters appear once; empty groups are left out::
+
+        optimizer = torch.optim.AdamW(param_groups(model, 0.1), lr=3e-4)
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"param_groups needs an nn.Module, got {type(model).__name__}")
+    if not (_is_number(weight_decay) and math.isfinite(weight_decay) and weight_decay >= 0):
+        raise ValueError(f"weight_decay must be a finite float >= 0 (e.g. 0.1 or 0.0), got {weight_decay!r}")
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay, no_decay = [], []
+    for p in model.parameters():  # each shared parameter once
+        (decay if p.dim() >= 2 and id(p) not in embeddings else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": float(weight_decay)}, {"params": no_decay, "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]
+
+
 def _resolve_amp(amp: str, device: torch.device) -> str:
     if amp not in _AMP_MODES:
         raise ValueError(f"amp={amp!r} is not supported: use one of {_AMP_MODES}")
@@ -155,6 +182,14 @@ def _resolve_amp(amp: str, device: torch.device) -> str:
     if amp == "fp16" and device.type != "cuda":
         raise ValueError(f"amp='fp16' needs a CUDA GPU (device is {device}): use amp='bf16' or amp='off'")
     return amp
+
+
+def _in_notebook() -> bool:
+    """True inside a running Jupyter/IPython kernel (not merely when ipykernel was imported, as by nbval)."""
+    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
+        return False
+    shell = sys.modules["IPython"].get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _is_number(value: Any) -> bool:
@@ -173,27 +208,30 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         eval_fn: Callable[[nn.Module], Mapping[str, Any]] | None = None, eval_every: int = 0,
         checkpoint_path: str | os.PathLike | None = None, checkpoint_every: int = 0, resume: bool = True,
         device: str | torch.device | None = None, seed: int = 0, progress: bool = True,
-        history: History | None = None) -> History:
+        history: History | None = None, on_interrupt: str = "auto") -> History:
     """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
 
     Update ``step`` (0-based): ``batch = get_batch(step)``, moved to ``device``; ``loss = loss_fn(model,
     batch)`` under autocast; backward; clip the gradient norm to ``clip_grad`` (``None``/0: off);
-    optimizer step; scheduler step. ``optimizer`` defaults to ``AdamW(lr, weight_decay)`` (both unused
-    when an optimizer is given). ``schedule``: a ``LambdaLR`` multiplier such as
-    ``cosine_schedule(steps, 100)``, or an LR scheduler already built on ``optimizer``. ``amp``: ``"auto"``
-    (bf16 on CUDA when supported, else off), ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler) or
-    ``"off"``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps (once at the end if
-    ``eval_every=0``) in ``model.eval()`` under ``torch.no_grad()``.
+    optimizer step; scheduler step. ``optimizer`` defaults to ``AdamW(param_groups(model, weight_decay),
+    lr)``: decay on weight matrices only (``lr`` and ``weight_decay`` are unused when an optimizer is
+    given). ``schedule``: a ``LambdaLR`` multiplier such as ``cosine_schedule(steps, 100)``, or an LR
+    scheduler already built on ``optimizer``. ``amp``: ``"auto"`` (bf16 on CUDA when supported, else off),
+    ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler) or ``"off"``. ``eval_fn(model) -> dict`` runs
+    every ``eval_every`` steps (once at the end if ``eval_every=0``) in ``model.eval()`` under ``torch.no_grad()``.
 
     With ``checkpoint_path`` and ``resume=True`` an existing checkpoint is loaded (model, optimizer,
     scheduler, history, RNG states) and training continues from its step. A checkpoint is written every
     ``checkpoint_every`` steps and at the end. A ``history`` passed in is appended to (without a checkpoint,
-    training continues after its last step). A non-finite loss or gradient norm raises
-    :class:`TrainingDiverged` before the bad update is applied.
+    training continues after its last step). A non-finite loss or gradient norm (checked with and without
+    ``clip_grad``) raises :class:`TrainingDiverged` before the bad update is applied.
 
-    Ctrl+C / the Jupyter stop button does **not** raise: no half checkpoint is written (the last complete
-    one stays intact), a message explains how to resume, and the history so far is returned with
-    ``history.interrupted = True`` so that the curve can still be plotted.
+    Ctrl+C / the Jupyter stop button never leaves a half checkpoint: a checkpoint being written is finished
+    first, the last complete one stays loadable, and a message explains how to resume. Then, with
+    ``on_interrupt="return"`` (the default ``"auto"`` inside a Jupyter/IPython kernel) the history so far is
+    returned with ``history.interrupted = True`` so the curve can still be plotted; with ``"raise"`` (the
+    ``"auto"`` default in a script, so that a script or a torchrun job really stops) the
+    ``KeyboardInterrupt`` is raised again, carrying the history as ``err.history``.
     """
     steps = _check_int("steps", steps, 1)
     eval_every = _check_int("eval_every", eval_every, 0)
@@ -204,8 +242,19 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         raise ValueError(f"checkpoint_every={checkpoint_every} needs checkpoint_path='runs/model.pt'")
     if clip_grad is not None and not (_is_number(clip_grad) and clip_grad >= 0):
         raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
-    if optimizer is None and not (_is_number(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive float such as 3e-4, got {lr!r}")
+    if optimizer is None and not (_is_number(lr) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if optimizer is not None:
+        bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))]
+        if bad_lr:
+            raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number "
+                             "such as 3e-4")
+    if on_interrupt not in _ON_INTERRUPT:
+        raise ValueError(f"on_interrupt={on_interrupt!r} is not supported: use one of {_ON_INTERRUPT}")
+    if on_interrupt == "auto":  # a notebook keeps the curve; a script (or a torchrun rank) must stop
+        on_interrupt = "return" if _in_notebook() else "raise"
     device = pick_device(device)
     amp = _resolve_amp(amp, device)
     path = Path(checkpoint_path) if checkpoint_path is not None else None
@@ -216,7 +265,7 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     was_training = model.training
     model.train()
     if optimizer is None:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+        optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
     scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
     start = history.step[-1] + 1 if len(history) else 0
     if path is not None and resume and path.exists():
@@ -240,10 +289,20 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         return torch.autocast(device.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
 
     def diverged(what: str, step: int, value: float, lr_now: float) -> TrainingDiverged:
-        clip = f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)"
-        tips = [f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})", clip,
-                "check the attention mask: a fully masked row or -inf logits give NaN",
-                "check the inputs for NaN/inf"]
+        weight_dtypes = {p.dtype for p in model.parameters()}
+        tips = []
+        if not math.isfinite(lr_now):
+            tips.append(f"the learning rate is {lr_now}: it must be a finite number (check lr= and the schedule)")
+        if torch.float16 in weight_dtypes:  # the weights themselves, not autocast: any lr can overflow them
+            better = "float32 (model.float())" + (", with amp='bf16' or amp='fp16' for speed"
+                                                   if device.type == "cuda" else " or bfloat16 (model.bfloat16())")
+            tips.append(f"the model's weights are float16, which overflows above 65504 and rounds small "
+                        f"updates away: keep them in {better}")
+        elif math.isfinite(lr_now) and lr_now > 0:
+            tips.append(f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})")
+        tips.append(f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)")
+        tips += ["check the attention mask: a fully masked row or -inf logits give NaN",
+                 "check the inputs for NaN/inf"]
         if amp == "fp16":
             tips.append("try amp='bf16' or amp='off' (fp16 overflows above 65504)")
         last = f" The last good checkpoint is {path}." if path is not None and path.exists() else ""
@@ -279,8 +338,11 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
                 loss.backward()
                 if clip_grad:
                     norm = float(nn.utils.clip_grad_norm_(model.parameters(), clip_grad))
-                    if not math.isfinite(norm):
-                        raise diverged("the gradient norm", step, norm, lr_now)
+                else:  # no clipping, but a NaN/inf gradient must still never reach the weights
+                    grads = [p.grad for p in model.parameters() if p.grad is not None]
+                    norm = float(nn.utils.get_total_norm(grads)) if grads else 0.0
+                if not math.isfinite(norm):
+                    raise diverged("the gradient norm", step, norm, lr_now)
                 optimizer.step()
             if scheduler is not None:
                 scheduler.step()
@@ -294,19 +356,25 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
                 extra = {"amp": amp, "seed": seed, "steps": steps}
                 if scaler is not None:
                     extra["grad_scaler"] = scaler.state_dict()
-                save_checkpoint(path, model, optimizer, scheduler, done, history, extra)
-                last_saved = done
+                with defer_interrupts():  # Ctrl+C now waits for the file to be complete (and last_saved set)
+                    save_checkpoint(path, model, optimizer, scheduler, done, history, extra)
+                    last_saved = done
     except TrainingDiverged as err:
         err.history = history  # the curve up to the divergence, for plotting
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         history.interrupted = True
         if path is not None and path.exists():
             how = (f"The last complete checkpoint ({path}, step {last_saved}) is intact: run the same "
                    "fit(...) call again (resume=True) to continue from there.")
         else:
             how = "No checkpoint was written (pass checkpoint_path=... to make the run resumable)."
-        print(f"\nInterrupted at step {step}/{steps}. {how} The returned History holds the curve so far.")
+        kept = ("The returned History holds the curve so far." if on_interrupt == "return"
+                else "Stopping (fit(..., on_interrupt='return') returns the History instead).")
+        print(f"\nInterrupted at step {step}/{steps}. {how} {kept}", flush=True)
+        if on_interrupt == "raise":
+            err.history = history
+            raise
     finally:
         bar.close()
         model.train(was_training)

@@ -170,7 +170,7 @@ def _fit(path, batches, steps=20, model=None):
     return fit(make_model() if model is None else model, batches, mse, steps=steps, lr=1e-2,
                weight_decay=0.1, schedule=cosine_schedule(steps, 3), checkpoint_path=path,
                checkpoint_every=5 if path else 0,
-               eval_fn=eval_fn, eval_every=4, progress=False, device="cpu")
+               eval_fn=eval_fn, eval_every=4, progress=False, device="cpu", on_interrupt="return")
 
 
 def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, capsys):

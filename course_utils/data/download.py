@@ -6,8 +6,12 @@ then moved into place with ``os.replace``, which is atomic: an interrupted downl
 at the final path.
 
 Hashing a large file takes time, so a successful check is remembered in a small sidecar file
-(``.<file>.sha256.json``) keyed by size, modification time and inode; any change to the file invalidates it.
+(``.<file>.sha256.json``) keyed by size, modification and change times (``st_ctime`` cannot be set back by
+``touch`` or ``os.utime``), device and inode, plus a hash of the file's first and last 64 KiB that is read
+again at every use; any change to the file invalidates it.
 Read-only data folders (CI's shared copy) skip the sidecar and remember the check for this process only.
+A folder that cannot be written (read-only, full) ends in :class:`DataUnavailable` naming the fix, so the
+loaders fall back to their sample; a failed download removes the folders it created.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from .registry import data_dir as _resolve_dir
 
 TIMEOUT_S = 60  # seconds without a byte before a download is abandoned
 _CHUNK = 1 << 16
-_verified: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, inode) -> sha256, this process
+_verified: dict[tuple, str] = {}  # (path, size, mtime_ns, ctime_ns, dev, inode, sample) -> sha256, this process
+_SAMPLE = 1 << 16  # bytes hashed at each end of a file for the quick re-check
 
 
 class DataUnavailable(RuntimeError):
@@ -68,28 +73,43 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(f".{path.name}.sha256.json")
 
 
-def _cached_sha256(path: Path) -> str:
-    """sha256 of ``path``, reusing an earlier result when size, mtime and inode are unchanged."""
+def _state(path: Path) -> tuple:
+    """What must be unchanged for an earlier hash of ``path`` to be trusted: the metadata no ordinary tool
+    resets (ctime, device, inode) besides size and mtime, and a hash of the first and last 64 KiB."""
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    quick = hashlib.sha256()
+    with open(path, "rb") as f:
+        quick.update(f.read(_SAMPLE))
+        if st.st_size > _SAMPLE:
+            f.seek(max(_SAMPLE, st.st_size - _SAMPLE))
+            quick.update(f.read(_SAMPLE))
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino, quick.hexdigest())
+
+
+_FIELDS = ("size", "mtime_ns", "ctime_ns", "dev", "inode", "sample")
+
+
+def _cached_sha256(path: Path) -> str:
+    """sha256 of ``path``, reusing an earlier result when nothing about the file has changed."""
+    key = _state(path)
     if key in _verified:
         return _verified[key]
     try:
         saved = json.loads(_sidecar(path).read_text())
-        if [saved["size"], saved["mtime_ns"], saved["inode"]] == list(key[1:]):
+        if [saved[name] for name in _FIELDS] == list(key[1:]) and isinstance(saved["sha256"], str):
             _verified[key] = saved["sha256"]
             return saved["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
-        pass  # no sidecar, or an unreadable one: hash again
+        pass  # no sidecar, an unreadable one or one from an older version: hash again
     return _remember(path, sha256_file(path))
 
 
 def _remember(path: Path, digest: str) -> str:
     """Remember ``digest`` for the current state of ``path``: in memory, and on disk if writable."""
-    st = path.stat()
-    _verified[(str(path), st.st_size, st.st_mtime_ns, st.st_ino)] = digest
+    key = _state(path)
+    _verified[key] = digest
     try:
-        record = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "sha256": digest}
+        record = dict(zip(_FIELDS, key[1:]), sha256=digest)
         _sidecar(path).write_text(json.dumps(record))
     except OSError:
         pass  # read-only folder: the in-process cache is enough
@@ -210,24 +230,41 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool =
     if not downloads_allowed(download):
         why = "download=False was passed" if not download else "downloads are disabled by COURSE_OFFLINE"
         raise _unavailable(res, root, why)
+    created = [d for d in (path.parent, *path.parent.parents) if not d.exists()]  # deepest first
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        _remove_empty(created)
         raise _unavailable(res, root, f"its folder cannot be created ({exc}); set COURSE_DATA_DIR to a "
                            "writable folder") from None
     failures: list[str] = []
     mismatch: ChecksumMismatch | None = None
-    for url in res.urls:  # mirrors are tried in order; the first intact copy wins
-        try:
-            _download_one(url, res, path, progress)
-            return path
-        except _NetworkError as exc:
-            failures.append(f"{url}: {exc}")
-        except ChecksumMismatch as exc:
-            mismatch = exc
-            failures.append(f"{url}: wrong content (sha256 {exc.actual_sha256})")
+    try:
+        for url in res.urls:  # mirrors are tried in order; the first intact copy wins
+            try:
+                _download_one(url, res, path, progress)
+                return path
+            except _NetworkError as exc:
+                failures.append(f"{url}: {exc}")
+            except ChecksumMismatch as exc:
+                mismatch = exc
+                failures.append(f"{url}: wrong content (sha256 {exc.actual_sha256})")
+    except OSError as exc:  # the folder, not the network: read-only, full disk, no permission
+        _remove_empty(created)
+        raise _unavailable(res, root, f"it cannot be saved in {path.parent} ({exc.strerror or exc}): set "
+                           "COURSE_DATA_DIR to a writable folder with free space") from None
+    _remove_empty(created)  # a mistyped COURSE_DATA_DIR is not left behind by a download that failed
     if mismatch is not None and all("wrong content" in f for f in failures):
         raise mismatch
     # No exception chaining: the reason is in the message, and a urllib traceback would only bury it.
     reasons = "\n    ".join(failures)
     raise _unavailable(res, root, f"the download failed (no internet connection?):\n    {reasons}")
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a failed download created (deepest first), as long as they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return  # not empty (someone else's files), or already gone: leave the rest alone
