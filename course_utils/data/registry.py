@@ -128,6 +128,16 @@ REGISTRY: dict[str, Resource] = {
             how_to_get="This subset has no public URL: it only comes from a data folder. Without it, "
             "load_imdb() falls back to the full aclImdb_v1.tar.gz (resource 'imdb').",
         ),
+        Resource(
+            "tatoeba-cmn", "tatoeba_cmn/cmn.txt", 1_976_573,
+            "d8719bfc39a689b8040652557e73a9117dae47691011c8e9a6b3038efe97dc97",
+            "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (about 30% traditional characters)",
+            "Tatoeba (tatoeba.org, CC BY 2.0 FR) as packaged in cmn-eng.zip by manythings.org/anki",
+            how_to_get="Upstream grows: the current https://www.manythings.org/anki/cmn-eng.zip holds a newer "
+            "cmn.txt with a third (attribution) column, so no public copy has these exact bytes. "
+            "load_tatoeba_cmn() downloads that zip to tatoeba_cmn/cmn-eng.zip and reads it (or any other "
+            "version of cmn.txt) after checking its format, and says which file it read.",
+        ),
     ]
 }
 

@@ -1,11 +1,17 @@
 """Tiny bundled stand-ins for the real datasets, used only when the real data cannot be had.
 
 A lesson should still *run* on a laptop with no internet, so every loader can fall back to one of the files
-in this folder (``course_utils/data/samples/``), written for the course and dedicated to the public domain:
+in this folder (``course_utils/data/samples/``), written for the course and dedicated to the public domain
+(except the Tatoeba sample, see below):
 
 * ``sentiment_en.tsv``: 60 short English movie-review sentences, 30 positive / 30 negative (SST-2, IMDB);
 * ``sentiment_zh.tsv``: 40 short Chinese hotel-review sentences, 20 / 20 (for ChnSentiCorp);
-* ``prose_en.txt``: about 300 lines of original English prose (for tiny-shakespeare).
+* ``prose_en.txt``: about 300 lines of original English prose (for tiny-shakespeare);
+* ``tatoeba_cmn_sample.tsv``: 413 English–Chinese sentence pairs (386 English sentences of up to 7 words, with all
+  their translations) taken from the Tatoeba cmn-eng file (for :func:`~course_utils.data.translation.load_tatoeba_cmn`).
+  Unlike the files above it is not the course's own text: the sentences are from Tatoeba (https://tatoeba.org),
+  licence CC BY 2.0 FR (https://creativecommons.org/licenses/by/2.0/fr/), as packaged by the manythings.org Anki
+  collection (https://www.manythings.org/anki/).
 
 They are far too small to learn anything general from, so using one always emits a :class:`SampleDataWarning`
 saying so and how to get the real data.

@@ -1,0 +1,277 @@
+"""English–Chinese sentence pairs from Tatoeba, a split that never tests on a trained English sentence, and
+BLEU / chrF with sacreBLEU (lesson 10, ``benchmarks/train_translation.py``).
+
+Data: Tatoeba (https://tatoeba.org), licence CC BY 2.0 FR, as packaged in ``cmn-eng.zip`` by the manythings.org
+Anki collection (https://www.manythings.org/anki/). Two layouts exist:
+
+* ``english<TAB>chinese`` (the course's ``tatoeba_cmn/cmn.txt``, 32,028 rows, sha256 in the registry);
+* ``english<TAB>chinese<TAB>attribution`` (the current upstream file, which grows, so its hash changes).
+
+:func:`load_tatoeba_cmn` reads either, from ``tatoeba_cmn/cmn.txt`` or ``tatoeba_cmn/cmn-eng.zip`` in the data
+folder, downloads the zip when it may, and otherwise returns a small bundled sample with a warning. A file whose
+hash is not the course's is still read, after every line passed a format check (a zip's CRCs are checked too);
+``pairs.source`` says which file was read and whether its sha256 is the course's.
+
+About 30% of the Chinese is in traditional characters; ``simplified=True`` converts it with OpenCC (``t2s``).
+BLEU uses sacreBLEU's ``tokenize="zh"`` (every Chinese character is a token), and each test sentence is scored
+against *all* its reference translations. OpenCC and sacreBLEU are optional: ``pip install opencc sacrebleu``
+(or the ``translation`` extra).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import random
+import re
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from . import samples
+from .datasets import DataSource
+from .download import DataUnavailable, downloads_allowed, sha256_file
+from .registry import data_dir as _resolve_dir
+from .registry import get_resource
+
+ZIP_URLS = ("https://www.manythings.org/anki/cmn-eng.zip",)
+ZIP_PATH = "tatoeba_cmn/cmn-eng.zip"
+SAMPLE = "tatoeba_cmn_sample.tsv"
+CREDIT = "Tatoeba (tatoeba.org, CC BY 2.0 FR) via the manythings.org Anki collection"
+_INSTALL = "pip install opencc sacrebleu   (or: pip install -e '.[translation]')"
+
+
+class Pairs(list):
+    """A ``list`` of ``(english, chinese)`` pairs that also knows its ``name`` and ``source``."""
+
+    def __init__(self, rows=(), name: str = "", source: DataSource | None = None):
+        super().__init__(rows)
+        self.name, self.source = name, source
+
+    def describe(self) -> str:
+        n_en = len({en for en, _ in self})
+        return f"{self.name}: {len(self):,} pairs, {n_en:,} distinct English sentences, from {self.source}"
+
+
+# ----------------------------------------------------------------------------------------------- reading
+def parse_pairs(text: str, where: str) -> tuple[list[tuple[str, str]], int]:
+    """Rows of ``english<TAB>chinese[<TAB>attribution]`` -> (pairs, number of columns).
+
+    The first line fixes the layout (2 or 3 columns); every line must follow it with two non-empty texts,
+    and the file must end with a line break (a download cut short usually stops mid-line).
+    """
+    if not text.strip():
+        raise ValueError(f"{where} is empty: delete it and load again")
+    lines = text.split("\n")
+    if lines[-1].strip():
+        raise ValueError(f"{where} ends in the middle of a line ({lines[-1][:60]!r}): the file looks cut short; "
+                         "delete it and load again (or download cmn-eng.zip again)")
+    columns, rows = None, []
+    for number, line in enumerate(lines[:-1], start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        columns = columns or len(fields)
+        if columns not in (2, 3):
+            raise ValueError(f"{where}, line {number}: expected 'english<TAB>chinese' (2 columns) or "
+                             f"'english<TAB>chinese<TAB>attribution' (3), got {len(fields)}: {line[:80]!r}")
+        english, chinese = (f.strip() for f in fields[:2]) if len(fields) >= 2 else ("", "")
+        if len(fields) != columns or not english or not chinese:
+            raise ValueError(f"{where}, line {number}: expected {columns} tab-separated columns with an English "
+                             f"and a Chinese sentence like line 1, got {line[:80]!r}: is the file damaged?")
+        rows.append((english, chinese))
+    return rows, columns
+
+
+def read_pairs(path: str | os.PathLike) -> tuple[list[tuple[str, str]], str]:
+    """Pairs of a ``cmn.txt`` file or of the ``cmn.txt`` inside a ``cmn-eng.zip`` -> (pairs, what was read)."""
+    path = Path(path)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()  # every member's CRC-32: the integrity check a zip carries with it
+            if bad is not None:
+                raise ValueError(f"{path}: member {bad!r} fails its CRC check, the zip is damaged: delete it and "
+                                 "load again")
+            members = [m for m in zf.namelist() if Path(m).name == "cmn.txt"]
+            if not members:
+                raise ValueError(f"{path} has no cmn.txt (members: {zf.namelist()[:5]}): is this cmn-eng.zip?")
+            raw, where = zf.read(members[0]), f"{path}:{members[0]}"
+    elif path.suffix == ".zip":
+        raise ValueError(f"{path} is not a readable zip (cut short?): delete it and load again")
+    else:
+        raw, where = path.read_bytes(), str(path)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start:,}): the file is damaged or "
+                         "not cmn.txt; delete it and load again") from None
+    rows, columns = parse_pairs(text, where)
+    return rows, f"{where} ({columns} columns)"
+
+
+def _download_zip(root: Path, progress: bool) -> Path:
+    """Download ``cmn-eng.zip`` into ``root/tatoeba_cmn`` via a temporary file, kept only if it reads back."""
+    dest = root / ZIP_PATH
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    failures = []
+    for url in ZIP_URLS:
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".cmn-eng.zip.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                request = urllib.request.Request(url, headers={"User-Agent": "Mozilla/5.0 (transformers-course)"})
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    total = int(response.headers.get("Content-Length") or 0) or None
+                    with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=not progress,
+                              leave=False) as bar:
+                        for chunk in iter(lambda: response.read(1 << 16), b""):
+                            out.write(chunk)
+                            bar.update(len(chunk))
+            if not zipfile.is_zipfile(tmp):
+                raise ValueError("the reply is not a zip file (a web page instead of the file, or a cut transfer?)")
+            read_pairs(tmp)  # CRCs and format: a damaged transfer is refused before it is kept
+            os.replace(tmp, dest)
+            return dest
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+            failures.append(f"{url}: {exc}")
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    raise DataUnavailable("the download of cmn-eng.zip failed:\n    " + "\n    ".join(failures))
+
+
+def _sample_pairs(reason: Exception) -> Pairs:
+    lines = samples._read(SAMPLE)
+    rows, _ = parse_pairs(lines, samples.sample_location(SAMPLE))
+    samples.warn_sample("Tatoeba cmn-eng", SAMPLE, f"{len(rows)} pairs", reason, stacklevel=4)
+    return Pairs(rows, "Tatoeba cmn-eng (sample)", DataSource("sample", samples.sample_location(SAMPLE), CREDIT))
+
+
+def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: bool = True, fallback: bool = True,
+                     download: bool = True, progress: bool = True) -> Pairs:
+    """Tatoeba English–Chinese pairs ``(english, chinese)``, Chinese converted to simplified characters by default.
+
+    Looks for ``tatoeba_cmn/cmn.txt``, then ``tatoeba_cmn/cmn-eng.zip`` in the data folder; otherwise downloads
+    the zip (when allowed); otherwise (``fallback=True``) returns the bundled sample of a few hundred pairs with a
+    :class:`SampleDataWarning`. A damaged file raises ``ValueError`` naming the line, never falls back silently.
+    """
+    root = _resolve_dir(data_dir)
+    res = get_resource("tatoeba-cmn")
+    found = [p for p in (root / res.path, root / ZIP_PATH) if p.is_file()]
+    kind = "data_dir"
+    if not found:
+        try:
+            if not downloads_allowed(download):
+                why = "download=False was passed" if not download else "downloads are disabled by COURSE_OFFLINE"
+                raise DataUnavailable(f"{why}")
+            found, kind = [_download_zip(root, progress)], "downloaded"
+        except DataUnavailable as exc:
+            missing = DataUnavailable(
+                f"Tatoeba cmn-eng is not in the data folder (neither {root / res.path} nor {root / ZIP_PATH}) and "
+                f"{exc}.\n  Get {ZIP_URLS[0]} (or the course's cmn.txt) into {root / 'tatoeba_cmn'}, or point "
+                "COURSE_DATA_DIR at a folder that has it (docs/data.md).")
+            if not fallback:
+                raise missing from None
+            pairs = _sample_pairs(missing)
+            return Pairs(to_simplified(pairs) if simplified else pairs, pairs.name, pairs.source)
+    path = found[0]
+    rows, what = read_pairs(path)
+    digest = sha256_file(path)
+    same = path.stat().st_size == res.size and digest == res.sha256
+    verdict = "sha256 = the course's copy" if same else f"sha256 {digest[:16]}…: another release, format checked"
+    pairs = Pairs(rows, "Tatoeba cmn-eng", DataSource(kind, what, f"{verdict}; {CREDIT}"))
+    return Pairs(to_simplified(pairs) if simplified else pairs, pairs.name, pairs.source)
+
+
+# --------------------------------------------------------------------------------------- preprocessing
+def _require(module: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"this needs the optional package {module!r}, which is not installed:\n    {_INSTALL}"
+                          ) from None
+
+
+def to_simplified(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Convert the Chinese side of every pair to simplified characters with OpenCC's ``t2s`` configuration."""
+    opencc = _require("opencc")
+    try:
+        converter = opencc.OpenCC("t2s")
+    except Exception:  # older OpenCC builds want the file name of the configuration
+        converter = opencc.OpenCC("t2s.json")
+    return [(en, converter.convert(zh)) for en, zh in pairs]
+
+
+def english_key(sentence: str) -> str:
+    """What makes two English sentences "the same" for the split: case, punctuation and spacing do not count
+    (Tatoeba has both ``Go away!`` and ``Go away.``; testing on one after training on the other would flatter)."""
+    return " ".join(re.sub(r"[^\w' ]+", " ", sentence.lower()).split())
+
+
+def group_by_english(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """English sentence -> its distinct Chinese translations, in first-seen order. Sentences with the same
+    :func:`english_key` form one group, named by its first-seen spelling."""
+    names: dict[str, str] = {}
+    groups: dict[str, list[str]] = {}
+    for en, zh in pairs:
+        refs = groups.setdefault(names.setdefault(english_key(en), " ".join(en.split())), [])
+        if zh not in refs:
+            refs.append(zh)
+    return groups
+
+
+def grouped_split(pairs: list[tuple[str, str]], n_test: int | float = 0.05,
+                  seed: int = 0) -> tuple[list[tuple[str, str]], list[tuple[str, list[str]]]]:
+    """Split by English sentence: ``(train pairs, test [(english, [all its translations]), ...])``.
+
+    Every translation of a test sentence goes to the test side, so no test English sentence is ever trained on,
+    and the test scores each output against all references. ``n_test`` is a number of English sentences
+    (``int``) or a fraction of them (``float`` in (0, 1)).
+    """
+    groups = group_by_english(pairs)
+    if isinstance(n_test, float):
+        if not 0 < n_test < 1:
+            raise ValueError(f"a fractional n_test must lie in (0, 1), got {n_test}")
+        n_test = max(1, round(n_test * len(groups)))
+    if not isinstance(n_test, int) or not 0 < n_test < len(groups):
+        raise ValueError(f"n_test must be between 1 and {len(groups) - 1} English sentences, got {n_test!r}")
+    english = list(groups)
+    random.Random(seed).shuffle(english)
+    test = sorted(english[:n_test], key=lambda en: (len(en), en))
+    train = [(en, zh) for en in english[n_test:] for zh in groups[en]]   # one spelling per group
+    return train, [(en, groups[en]) for en in test]
+
+
+# -------------------------------------------------------------------------------------------- metrics
+def _check_refs(hypotheses, references) -> list[list[str | None]]:
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists: give one list of "
+                         "references per hypothesis")
+    if any(isinstance(r, str) or not r for r in references):
+        raise ValueError("references must hold one non-empty *list* of translations per hypothesis, e.g. "
+                         "[['我们走吧。'], ['他是老师。', '他是个老师。']]")
+    width = max((len(r) for r in references), default=0)
+    # sacreBLEU wants reference *streams* (the k-th reference of every sentence); None fills missing ones
+    return [[r[k] if k < len(r) else None for r in references] for k in range(width)]
+
+
+def corpus_bleu(hypotheses: list[str], references: list[list[str]]):
+    """sacreBLEU corpus BLEU with ``tokenize="zh"`` against all references of each sentence.
+
+    BLEU = BP · exp(Σₙ ¼ log pₙ), pₙ the clipped n-gram precision (n = 1..4, counts clipped by the *maximum* count
+    over the references), BP = min(1, exp(1 − r/c)) with r the closest reference lengths. Returns the sacreBLEU
+    score object: ``.score`` (0–100), ``.precisions``, ``.bp``.
+    """
+    streams = _check_refs(hypotheses, references)
+    return _require("sacrebleu").metrics.BLEU(tokenize="zh").corpus_score(list(hypotheses), streams)
+
+
+def corpus_chrf(hypotheses: list[str], references: list[list[str]]):
+    """sacreBLEU chrF (character n-grams up to 6, β = 2) against all references; ``.score`` is 0–100."""
+    streams = _check_refs(hypotheses, references)
+    return _require("sacrebleu").metrics.CHRF().corpus_score(list(hypotheses), streams)
