@@ -210,6 +210,11 @@ def _code_pair(en_code: str, zh_code: str) -> list[str]:
         ('s = "# en: stays"\n', 's = "# en: stays"  # 中文\n'),
         ("%matplotlib inline\n!echo it's\n", "%matplotlib inline\n# 中文\n!echo it's\n"),
         ("!ls (\n# why\nx = 1\n", "!ls (\n# 为什么\nx = 1\n"),
+        ('print("hello")\n', 'print("你好")\n'),
+        ('s = "# en: a"\n', 's = "# zh: a"\n'),
+        ('print(f"{n} steps {t:.1f} s".format())\n', 'print(f"{n} 步，"\n      f"用时 {t:.1f} 秒".format())\n'),
+        ('x = "one line"\n', 'x = ("two"\n     "lines")\n'),
+        ('!echo it\'s\nprint("hi")\n', '!echo it\'s\nprint("你好")\n'),
     ],
     ids=[
         "inline",
@@ -218,9 +223,14 @@ def _code_pair(en_code: str, zh_code: str) -> list[str]:
         "hash in string",
         "magics",
         "untokenizable (line fallback)",
+        "string literal",
+        "hash in string literal",
+        "implicit concatenation",
+        "bracketed literal",
+        "string in untokenizable cell",
     ],
 )
-def test_code_checker_accepts_comment_only_differences(en_code, zh_code):
+def test_code_checker_accepts_comment_and_literal_differences(en_code, zh_code):
     assert _code_pair(en_code, zh_code) == []
 
 
@@ -228,16 +238,18 @@ def test_code_checker_accepts_comment_only_differences(en_code, zh_code):
     "en_code, zh_code",
     [
         ("x = 1\n", "x = 2\n"),
-        ('print("hello")\n', 'print("你好")\n'),
-        ('s = "# en: a"\n', 's = "# zh: a"\n'),
+        ('print("hello")\n', 'print("hello", 1)\n'),
+        ('x = "a"\n', "x = a\n"),
+        ('f("a")\n', 'f(("a"), "b")\n'),
         ("if a:\n    b()\nc()\n", "if a:\n    b()\n    c()\n"),
         ("!echo it's\nx = 1\n", "!echo it's\nx = 2\n"),
         ("!ls (\nx = 1\n", "!ls (\nx = 2\n"),
     ],
     ids=[
         "number",
-        "string literal",
-        "hash in string",
+        "extra argument",
+        "literal vs name",
+        "extra literal",
         "indentation",
         "magics",
         "untokenizable (line fallback)",

@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
@@ -24,8 +24,10 @@ except ImportError:  # the builder runs before `make setup` on a fresh checkout:
     sys.exit("tools/build_notebooks.py needs nbformat: run `make setup` (or pip install nbformat)")
 
 if __package__:  # `python -m tools.build_notebooks`
+    from . import one_language
     from .nbcheck import check_pair
 else:  # `python tools/build_notebooks.py`, or imported with tools/ on sys.path (pytest's pythonpath)
+    import one_language
     from nbcheck import check_pair
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,17 +63,24 @@ class Cell:
     kind: str  # "markdown" or "code"
     slide_type: str
     tags: tuple[str, ...]
-    text: dict[str, str]  # language -> cell source
+    text: dict[str, str]  # language -> cell source (code: before pick resolution, with `# lang-ok` markers)
     line: int  # line of the "%%" marker in the source, for error messages
+    rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # code: language -> source line of each line
 
 
-def _trim_blank_lines(lines: list[str]) -> str:
-    """Join ``lines`` without the blank lines at either end (they only separate cells in the source)."""
+def _trim_range(lines: list[str]) -> tuple[int, int]:
+    """``start, end`` of ``lines`` without the blank lines at either end (they only separate cells)."""
     start, end = 0, len(lines)
     while start < end and not lines[start].strip():
         start += 1
     while end > start and not lines[end - 1].strip():
         end -= 1
+    return start, end
+
+
+def _trim_blank_lines(lines: list[str]) -> str:
+    """Join ``lines`` without the blank lines at either end."""
+    start, end = _trim_range(lines)
     return "\n".join(lines[start:end])
 
 
@@ -116,35 +125,38 @@ def _parse_markdown(lines: list[str], where: str) -> dict[str, str]:
     return text
 
 
-def _parse_code(lines: list[str], where: str) -> dict[str, str]:
+def _parse_code(lines: list[str], where: str, first: int) -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
+    """Per language, the cell's code and the source line (``first`` is that of ``lines[0]``) of each line."""
     out: dict[str, list[str]] = {language: [] for language in LANGUAGES}
-    run: list[re.Match] = []  # consecutive "# en:" / "# zh:" lines, checked as one block
+    origin: dict[str, list[int]] = {language: [] for language in LANGUAGES}
+    run: list[tuple[re.Match, int]] = []  # consecutive "# en:" / "# zh:" lines, checked as one block
 
     def flush() -> None:
         if not run:
             return
-        languages = {m.group("lang") for m in run}
-        indents = {m.group("indent") for m in run}
+        languages = {m.group("lang") for m, _ in run}
+        indents = {m.group("indent") for m, _ in run}
         if languages != set(LANGUAGES):
             missing = (set(LANGUAGES) - languages).pop()
             raise SourceFormatError(
-                f"{where}: comment {run[0].group(0).strip()!r} has no `# {missing}:` partner; put the "
+                f"{where}: comment {run[0][0].group(0).strip()!r} has no `# {missing}:` partner; put the "
                 f"translation on the line next to it"
             )
         if len(indents) > 1:
             raise SourceFormatError(
-                f"{where}: the `# en:` / `# zh:` lines near {run[0].group(0).strip()!r} are indented "
+                f"{where}: the `# en:` / `# zh:` lines near {run[0][0].group(0).strip()!r} are indented "
                 f"differently; indent both languages the same"
             )
-        for m in run:
+        for m, number in run:
             text = m.group("text")
             out[m.group("lang")].append(f"{m.group('indent')}# {text}" if text else f"{m.group('indent')}#")
+            origin[m.group("lang")].append(number)
         run.clear()
 
-    for line in lines:
+    for number, line in enumerate(lines, start=first):
         match = _LANG_COMMENT.match(line)
         if match:
-            run.append(match)
+            run.append((match, number))
             continue
         flush()
         if _LOOSE_LANG_COMMENT.search(line):
@@ -158,11 +170,16 @@ def _parse_code(lines: list[str], where: str) -> dict[str, str]:
             )
         for language in LANGUAGES:
             out[language].append(line)
+            origin[language].append(number)
     flush()
-    text = {language: _trim_blank_lines(out[language]) for language in LANGUAGES}
+    text, rows = {}, {}
+    for language in LANGUAGES:
+        start, end = _trim_range(out[language])
+        text[language] = "\n".join(out[language][start:end])
+        rows[language] = tuple(origin[language][start:end])
     if not text["en"]:
         raise SourceFormatError(f"{where}: the code cell is empty; remove its `%% code` line or add code")
-    return text
+    return text, rows
 
 
 def parse_source(source: str, lesson: str) -> list[Cell]:
@@ -182,9 +199,35 @@ def parse_source(source: str, lesson: str) -> list[Cell]:
         where = f"{lesson}, cell {index} (line {start + 1})"
         kind, slide_type, tags = _parse_marker(lines[start].rstrip(), where)
         body = lines[start + 1 : end]
-        text = _parse_markdown(body, where) if kind == "markdown" else _parse_code(body, where)
-        cells.append(Cell(kind, slide_type, tags, text, start + 1))
+        if kind == "markdown":
+            cells.append(Cell(kind, slide_type, tags, _parse_markdown(body, where), start + 1))
+        else:
+            text, rows = _parse_code(body, where, first=start + 2)
+            cells.append(Cell(kind, slide_type, tags, text, start + 1, rows))
     return cells
+
+
+def one_language_problems(cells: list[Cell], lesson: str) -> tuple[list[str], list[str]]:
+    """Errors (other-language text in a code cell, stale `# lang-ok` markers) and notes (run-time picks)."""
+    errors, notes = [], []
+    for index, cell in enumerate(cells):
+        if cell.kind != "code":
+            continue
+        where = f"{lesson}, cell {index}"
+        markers, used = set(), set()
+        for language in LANGUAGES:
+            code, rows = cell.text[language], cell.rows[language]
+            problems, excused = one_language.foreign_text(code, language)
+            for problem in problems:  # English comments in ZH: reported, not yet fatal (see the README)
+                found = notes if language == "zh" and problem.message.startswith("comment") else errors
+                found.append(f"{where} (line {rows[problem.row]}): {problem.message}")
+            used |= {rows[row] for row in excused}
+            markers |= {rows[row] for row in one_language.marker_rows(code)}
+            if language == "en":  # run-time picks are the same in both languages: note them once
+                notes += [f"{where} (line {rows[n.row]}): {n.message}" for n in one_language.resolve(code, "en")[1]]
+        errors += [f"{where} (line {line}): `{one_language.MARKER}` excuses nothing on this line: remove it"
+                   for line in sorted(markers - used)]
+    return errors, notes
 
 
 def cell_id(lesson: str, index: int) -> str:
@@ -203,7 +246,8 @@ def build_notebook(cells: list[Cell], lesson: str, language: str) -> dict:
             metadata["tags"] = list(cell.tags)
         nb_cell = {"cell_type": cell.kind, "id": cell_id(lesson, index), "metadata": metadata}
         nb_cell["source"] = cell.text[language]
-        if cell.kind == "code":
+        if cell.kind == "code":  # one language per notebook: literal picks resolved, markers gone
+            nb_cell["source"] = one_language.strip_markers(one_language.resolve(cell.text[language], language)[0])
             nb_cell.update(execution_count=None, outputs=[])
         nb_cells.append(nb_cell)
     nb = {
@@ -239,10 +283,18 @@ def lesson_sources(source_dir: Path) -> list[Path]:
     return sources
 
 
-def build_lesson(source: Path) -> dict[str, str]:
-    """Rendered notebooks of one source, ``{"en": text, "zh": text}``; raises when the pair fails a check."""
+def build_lesson(source: Path, notes: list[str] | None = None) -> dict[str, str]:
+    """Rendered notebooks of one source, ``{"en": text, "zh": text}``; raises when the pair fails a check.
+
+    Notes that are not errors (a ``pick(...)`` left to run time) are appended to ``notes`` when given.
+    """
     lesson = source.stem
     cells = parse_source(source.read_text(encoding="utf-8"), lesson)
+    errors, lesson_notes = one_language_problems(cells, lesson)
+    if errors:
+        raise SourceFormatError("\n".join(errors))
+    if notes is not None:
+        notes += lesson_notes
     notebooks = {language: build_notebook(cells, lesson, language) for language in LANGUAGES}
     problems = check_pair(notebooks["en"], notebooks["zh"])
     if problems:
@@ -250,12 +302,20 @@ def build_lesson(source: Path) -> dict[str, str]:
     return {language: render(nb) for language, nb in notebooks.items()}
 
 
-def build_all(source_dir: Path = SOURCE_DIR) -> dict[Path, str]:
-    """Every notebook to write, as ``{Path("en/NN_name.ipynb"): text, ...}`` relative to the output folder."""
-    built = {}
+def build_all(source_dir: Path = SOURCE_DIR, notes: list[str] | None = None) -> dict[Path, str]:
+    """Every notebook to write, as ``{Path("en/NN_name.ipynb"): text, ...}`` relative to the output folder.
+
+    All sources are built before an error is raised, so that one run lists the problems of every lesson.
+    """
+    built, errors = {}, []
     for source in lesson_sources(source_dir):
-        for language, text in build_lesson(source).items():
-            built[Path(language) / f"{source.stem}.ipynb"] = text
+        try:
+            for language, text in build_lesson(source, notes).items():
+                built[Path(language) / f"{source.stem}.ipynb"] = text
+        except SourceFormatError as error:
+            errors.append(str(error))
+    if errors:
+        raise SourceFormatError("\n".join(errors))
     return built
 
 
@@ -295,11 +355,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source-dir", type=Path, default=SOURCE_DIR, help="folder of NN_name.md sources")
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR, help="folder that receives en/ and zh/")
     args = parser.parse_args(argv)
+    notes: list[str] = []
     try:
-        built = build_all(args.source_dir)
+        built = build_all(args.source_dir, notes)
     except SourceFormatError as error:
-        print(f"error: {error}", file=sys.stderr)
+        for line in str(error).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return 2
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.check:
         problems = find_problems(built, args.out_dir)
         for problem in problems:

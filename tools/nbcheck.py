@@ -59,30 +59,66 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
+STRING = '""'  # what every string literal (f-strings and implicit concatenations included) is compared as
+_STRING_LITERAL = re.compile(r"""[rRbBuUfF]{0,2}("[^"\n]*"|'[^'\n]*')""")
+# Python 3.12+ splits f-strings into several tokens; older versions give one STRING token.
+_FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
+
+
 def _lines_form(source: str) -> list[str]:
-    """Fallback form: the non-blank lines that are not full-line comments, trailing spaces removed."""
-    lines = [line.rstrip() for line in source.splitlines()]
+    """Fallback form: non-blank lines that are not full-line comments, trailing spaces removed, strings as ""."""
+    lines = [_STRING_LITERAL.sub(STRING, line).rstrip() for line in source.splitlines()]
     return [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
+def _normalise(tokens: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Tokens with every string literal replaced by one STRING, and ``( STRING )`` by STRING."""
+    out: list[tuple[int, str]] = []
+    depth = 0  # inside an f-string (3.12+ tokens)
+    for kind, text in tokens:
+        if kind == _FSTRING_START:
+            depth += 1
+            continue
+        if depth:
+            depth -= kind == _FSTRING_END
+            if depth or kind != _FSTRING_END:
+                continue
+            kind = tokenize.STRING
+        if kind == tokenize.STRING:
+            if out and out[-1] == (tokenize.STRING, STRING):
+                continue  # implicit concatenation: "a" "b" is one literal
+            out.append((tokenize.STRING, STRING))
+            continue
+        if text == ")" and len(out) >= 2 and out[-1] == (tokenize.STRING, STRING) and out[-2][1] == "(" and (
+            len(out) < 3 or out[-3][0] not in (tokenize.NAME, tokenize.STRING) and out[-3][1] not in ")]"
+        ):  # a literal in brackets of its own, not a call: ("a"\n "b") == "a"
+            out[-2:] = [(tokenize.STRING, STRING)]
+            continue
+        out.append((kind, text))
+    return out
+
+
 def _tokens_form(source: str) -> list[tuple[int, str]] | None:
-    """Python tokens without comments and non-logical newlines, or None when ``source`` does not tokenize."""
+    """Python tokens without comments and non-logical newlines, string literals normalised (see _normalise);
+    None when ``source`` does not tokenize."""
     try:
-        return [
+        return _normalise([
             (tok.type, tok.string)
             for tok in tokenize.generate_tokens(io.StringIO(source).readline)
             if tok.type not in (tokenize.COMMENT, tokenize.NL)
-        ]
+        ])
     except (tokenize.TokenError, SyntaxError):
         return None
 
 
 def same_code(en_source: str, zh_source: str) -> bool:
-    """True when two code cells differ at most in their comments.
+    """True when two code cells differ at most in their comments and the text of their string literals.
 
-    Compares ``tokenize`` tokens so that a ``#`` inside a string counts as code and inline comments are
-    ignored. Cells the tokenizer rejects (IPython magics such as ``!echo it's``) are compared line by line
-    with full-line comments removed instead.
+    One language per notebook: labels and messages are string literals in the notebook's language, so literals
+    are compared as placeholders (an implicit concatenation over several lines, or one in brackets, counts as
+    one literal). Everything else, ``#`` inside a string included, must be identical token for token.
+    Cells the tokenizer rejects (IPython magics such as ``!echo it's``) are compared line by line with
+    full-line comments removed and quoted strings replaced instead.
     """
     en_tokens, zh_tokens = _tokens_form(en_source), _tokens_form(zh_source)
     if en_tokens is not None and zh_tokens is not None:
@@ -98,8 +134,8 @@ def code_mismatches(en: dict, zh: dict) -> list[str]:
             _source(en_cell), _source(zh_cell)
         ):
             problems.append(
-                f"cell {index}: EN and ZH code differ outside comments; translate only comments "
-                f"(# en: / # zh:) and take labels from course_lab.i18n"
+                f"cell {index}: EN and ZH code differ outside comments and string literals; translate "
+                f"comments with # en: / # zh: and labels with pick({{\"en\": ..., \"zh\": ...}}) or tr(key)"
             )
     return problems
 
