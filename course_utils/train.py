@@ -259,29 +259,6 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     amp = _resolve_amp(amp, device)
     path = Path(checkpoint_path) if checkpoint_path is not None else None
     history = history if history is not None else History()
-    seed_everything(seed)
-
-    model.to(device)
-    was_training = model.training
-    model.train()
-    if optimizer is None:
-        optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
-    scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
-    start = history.step[-1] + 1 if len(history) else 0
-    if path is not None and resume and path.exists():
-        scheduler = _make_scheduler(schedule, optimizer, 0)
-        ckpt = load_checkpoint(path, model, optimizer, scheduler, restore_rng=True)
-        start = ckpt["step"]
-        # the checkpoint's history is the truth at its step; update in place so the caller's object follows
-        history.__dict__.update(History.from_dict(ckpt["history"] or History().to_dict()).__dict__)
-        if scaler is not None and "grad_scaler" in ckpt["extra"]:
-            scaler.load_state_dict(ckpt["extra"]["grad_scaler"])
-        print(f"Resuming from {path} at step {start}/{steps}.")
-    else:
-        scheduler = _make_scheduler(schedule, optimizer, start)
-    history.interrupted = False
-    if start >= steps:
-        print(f"Already at step {start} >= steps={steps}: nothing to train (raise steps to go on).")
 
     def autocast() -> Any:  # a fresh context per use: low-precision matmuls inside, fp32 weights outside
         if amp == "off":
@@ -309,10 +286,36 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         return TrainingDiverged(f"{what} is {value} at step {step}: training diverged. Try to: "
                                 + "; ".join(tips) + "." + last, step=step, value=value, lr=lr_now)
 
-    t0 = time.perf_counter() - (history.elapsed[-1] if history.elapsed else 0.0)
-    last_saved, step = start, start
-    bar = tqdm(total=steps, initial=start, disable=not progress, desc="train")
+    was_training = model.training
+    start = last_saved = step = history.step[-1] + 1 if len(history) else 0
+    bar = None
     try:
+        # Setup (optimizer, resume) holds Ctrl+C until it is done, so that a stop pressed here (even inside a
+        # lazy import of torch) is handled like one during training, below.
+        with defer_interrupts():
+            seed_everything(seed)
+            model.to(device)
+            model.train()
+            if optimizer is None:
+                optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
+            scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
+            if path is not None and resume and path.exists():
+                scheduler = _make_scheduler(schedule, optimizer, 0)
+                ckpt = load_checkpoint(path, model, optimizer, scheduler, restore_rng=True)
+                start = ckpt["step"]
+                # the checkpoint's history is the truth at its step; update in place, the caller's object follows
+                history.__dict__.update(History.from_dict(ckpt["history"] or History().to_dict()).__dict__)
+                if scaler is not None and "grad_scaler" in ckpt["extra"]:
+                    scaler.load_state_dict(ckpt["extra"]["grad_scaler"])
+                print(f"Resuming from {path} at step {start}/{steps}.")
+            else:
+                scheduler = _make_scheduler(schedule, optimizer, start)
+            history.interrupted = False
+            if start >= steps:
+                print(f"Already at step {start} >= steps={steps}: nothing to train (raise steps to go on).")
+            last_saved = step = start
+            t0 = time.perf_counter() - (history.elapsed[-1] if history.elapsed else 0.0)
+            bar = tqdm(total=steps, initial=start, disable=not progress, desc="train")
         for step in range(start, steps):
             batch = move_to_device(get_batch(step), device)
             with autocast():
@@ -322,6 +325,8 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
                 raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__} "
                                 f"{tuple(getattr(loss, 'shape', ()))}: reduce it with .mean()")
             value = float(loss.detach())
+            if not math.isfinite(lr_now):  # e.g. a schedule that returned inf: stop before it is applied
+                raise diverged("the learning rate", step, lr_now, lr_now)
             if not math.isfinite(value):  # checked before backward: the weights stay the last good ones
                 raise diverged("the loss", step, value, lr_now)
             if not loss.requires_grad:
@@ -376,7 +381,8 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             err.history = history
             raise
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
         model.train(was_training)
     return history
 
