@@ -1,15 +1,17 @@
 """Language selection and shared bilingual labels.
 
-The notebooks exist twice (``notebooks/en`` and ``notebooks/zh``) with *identical code*, so the code has to
-find out by itself which language to speak. :func:`current_language` looks, in order, at
+The notebooks exist twice (``notebooks/en`` and ``notebooks/zh``), built from one source. One-off texts are
+written there as ``pick({"en": "...", "zh": "..."})``; when both values are literals the notebook builder
+(``tools/one_language.py``) replaces the call by the notebook's literal, so each notebook shows one language.
+What is left to run time (:func:`tr` labels shared by plots and widgets, a :func:`pick` of a dict from a lesson
+module) has to find out which language to speak. :func:`current_language` looks, in order, at
 
 1. an explicit :func:`set_language` call in this session,
 2. the environment variable ``COURSE_LANG`` (``en`` or ``zh``),
 3. ``JPY_SESSION_NAME``, which Jupyter Server sets to the notebook's path (``.../notebooks/zh/03.ipynb``),
 4. the working directory (nbval and ``jupyter nbconvert --execute`` start the kernel in the notebook folder),
 
-and falls back to English. Labels shared by the plots and widgets come from :func:`tr`; one-off texts are
-written in the notebook as ``{"en": ..., "zh": ...}`` and chosen with :func:`pick`.
+and falls back to English.
 """
 
 from __future__ import annotations

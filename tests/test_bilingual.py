@@ -360,3 +360,105 @@ def test_committed_notebooks_are_clean_slides(lesson):
         assert nbcheck.output_problems(nb) == [], f"{language}/{lesson}.ipynb"
         assert nbcheck.first_cell_problems(nb) == [], f"{language}/{lesson}.ipynb"
         assert nbcheck.language_problems(nb, language) == [], f"{language}/{lesson}.ipynb"
+
+
+# --- one language per notebook: pick(...) resolved at build time, other-language text refused ---
+
+import one_language as ol  # noqa: E402  (tools/ is on pytest's pythonpath, like build_notebooks)
+
+
+def test_demo_picks_are_resolved_and_markers_stripped():
+    notebooks = _demo()
+    en, zh = (_text(notebooks[lang]["cells"][1]) for lang in LANGUAGES)
+    assert 'print(f"{len(values)} square roots")' in en and "平方根" not in en and "pick(" not in en
+    assert 'print(f"{len(values)} 个平方根")' in zh and "square roots" not in zh
+    for code in (en, zh):
+        assert 'city = "北京"\n' in code + "\n" and "lang-ok" not in code
+
+
+@pytest.mark.parametrize(
+    "code, en, zh",
+    [
+        ('x = pick({"en": "a", "zh": "甲"})', 'x = "a"', 'x = "甲"'),
+        ("x = i18n.pick({'zh': '甲', 'en': 'a'}) + '!'", "x = 'a' + '!'", "x = '甲' + '!'"),
+        (  # multi-line values: continuation lines follow the literal, .format( arguments follow its end
+            'print(pick({"en": "one {a} "\n'
+            '                  "two",\n'
+            '            "zh": "一 {a}"}).format(a=1,\n'
+            '                                   b=2))',
+            'print("one {a} "\n      "two".format(a=1,\n                   b=2))',
+            'print("一 {a}".format(a=1,\n                     b=2))',
+        ),
+        (  # outside brackets a literal over several lines gets brackets of its own
+            'h = pick({"en": "a"\n                "b", "zh": "甲"})',
+            'h = ("a"\n     "b")',
+            'h = "甲"',
+        ),
+        (  # f-strings with nested quotes, and a pick inside an f-string expression
+            """s = pick({"en": f"{d['k']:.1%} of {pick({'en': 'all', 'zh': '全部'})}", "zh": f"{d['k']:.1%}"})""",
+            """s = f"{d['k']:.1%} of {'all'}\"""",
+            """s = f"{d['k']:.1%}\"""",
+        ),
+        ('%%time\ny = pick({"en": "b", "zh": "乙"})', '%%time\ny = "b"', '%%time\ny = "乙"'),
+    ],
+    ids=["one line", "attribute, keys reversed", "multi-line and format", "top level", "f-strings", "magic"],
+)
+def test_resolve_picks_literal_dicts(code, en, zh):
+    assert ol.resolve(code, "en") == (en, [])
+    assert ol.resolve(code, "zh") == (zh, [])
+    assert nbcheck.same_code(ol.resolve(code, "en")[0], ol.resolve(code, "zh")[0])
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["pick(texts)", 'pick({"en": "a", "zh": name})', 'pick({"en": "a"})', 'pick({"en": "a", "zh": "甲"}, "zh")',
+     'pick({"en": "a", "zh": "甲", "fr": "b"})', 'pick({"en": "a" + b, "zh": "甲"})'],
+)
+def test_non_literal_picks_stay_and_are_reported(code):
+    resolved, notes = ol.resolve(code, "en")
+    assert resolved == code
+    assert len(notes) == 1 and "chosen at run time" in notes[0].message
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [("Transformers are unaffable!", 3), ("nn.LayerNorm (ε = 1e-5)", 0), ("max |difference| vs nn.LayerNorm:", 3),
+     ("the cat sat on the mat", 6), ("see docs/data.md or COURSE_DATA_DIR", 2), ("{n}: d_model {d:,}", 0)],
+)
+def test_english_words(text, words):
+    assert ol.english_words(text) == words
+
+
+def _lesson_errors(tmp_path, code: str) -> str:
+    path = tmp_path / "07_lang.md"
+    path.write_text(GOOD_TITLE + "%% code\n" + code + "\n", encoding="utf-8")
+    with pytest.raises(bn.SourceFormatError) as error:
+        bn.build_lesson(path)
+    return str(error.value)
+
+
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        ('print("loss 损失")', "07_lang, cell 1 (line 8): string 'loss 损失' is Chinese in the EN notebook"),
+        ("x = 1\n# 中文注释", "cell 1 (line 9): comment '中文注释' is Chinese in the EN notebook"),
+        ('print("the training loss went down")', "(line 8): string 'the training loss went down' is English prose"),
+        ('print(pick({"en": "the loss went down", "zh": "the loss went down"}))', "is English prose in the ZH"),
+        ('print(pick({"en": "损失", "zh": "损失"}))', "is Chinese in the EN notebook"),
+        ('x = "plain"  # lang-ok', "(line 8): `# lang-ok` excuses nothing on this line: remove it"),
+    ],
+    ids=["cjk in en", "cjk comment", "prose in zh", "untranslated pick", "chinese pick", "stale marker"],
+)
+def test_other_language_text_fails_the_build_naming_lesson_cell_and_line(tmp_path, code, message):
+    assert message in _lesson_errors(tmp_path, code)
+
+
+def test_lang_ok_marker_excuses_data_on_its_lines_only(tmp_path):
+    path = tmp_path / "07_lang.md"
+    source = 'data = ["我爱自然语言处理",  # lang-ok\n        "the cat sat on the mat"]  # lang-ok\n'
+    path.write_text(GOOD_TITLE + "%% code\n" + source, encoding="utf-8")
+    built = {lang: json.loads(text) for lang, text in bn.build_lesson(path).items()}
+    for nb in built.values():
+        assert _text(nb["cells"][1]) == 'data = ["我爱自然语言处理",\n        "the cat sat on the mat"]'
+    unmarked = 'data = ["我爱自然语言处理",  # lang-ok\n        "猫"]'
+    assert "string '猫' is Chinese in the EN notebook" in _lesson_errors(tmp_path, unmarked)

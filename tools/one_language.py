@@ -62,7 +62,7 @@ def english_words(text: str) -> int:
     """Number of English words in ``text``: lower-case or capitalised runs of 2+ letters.
 
     URLs, paths, dotted and snake_case names, ``{fields}``, CamelCase and words with digits are not counted,
-    so ``"nn.LayerNorm (eps = 1e-5)"`` has none and ``"max |difference| vs nn.LayerNorm:"`` has three.
+    so ``"nn.LayerNorm (ε = 1e-5)"`` has none and ``"max |difference| vs nn.LayerNorm:"`` has three.
     """
     return len(_WORD.findall(_NOT_WORDS.sub(" ", text)))
 
