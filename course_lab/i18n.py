@@ -179,25 +179,39 @@ def _clean_cell(cell: str) -> str:
     return re.sub(r"[*`]", "", cell).strip()
 
 
-def parse_glossary(markdown: str) -> list[tuple[str, str]]:
-    """(en, zh) pairs of the first markdown table whose header starts with ``English``."""
-    pairs: list[tuple[str, str]] = []
-    in_table = False
+def _glossary_table(markdown: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the first markdown table whose header starts with ``English``."""
+    header: list[str] = []
+    rows: list[list[str]] = []
     for line in markdown.splitlines():
         line = line.strip()
         if not line.startswith("|"):
-            if in_table:  # the glossary is one table: the first non-table line after it ends it
+            if header:  # the glossary is one table: the first non-table line after it ends it
                 break
             continue
         cells = [_clean_cell(c) for c in line.strip("|").split("|")]
-        if not in_table:
-            in_table = cells[0].lower() == "english"
+        if not header:
+            header = cells if cells[0].lower() == "english" else []
             continue
         if len(cells) < 2 or set(cells[0]) <= set("-: "):  # the |---|---| separator row
             continue
-        if cells[0] and cells[1]:
-            pairs.append((cells[0], cells[1]))
-    return pairs
+        rows.append(cells)
+    return header, rows
+
+
+def parse_glossary(markdown: str) -> list[tuple[str, str]]:
+    """(en, zh) pairs of the first markdown table whose header starts with ``English``."""
+    return [(cells[0], cells[1]) for cells in _glossary_table(markdown)[1] if cells[0] and cells[1]]
+
+
+def parse_rejected(markdown: str) -> list[tuple[str, str, str]]:
+    """(rejected variant, preferred 中文, English term) for the comma-separated cells of the ``rejected`` column."""
+    header, rows = _glossary_table(markdown)
+    column = next((i for i, name in enumerate(header) if name.lower().startswith("rejected")), None)
+    if column is None:
+        return []
+    return [(variant.strip(), cells[1], cells[0]) for cells in rows if len(cells) > column
+            for variant in cells[column].split(",") if variant.strip()]
 
 
 def glossary(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:

@@ -187,3 +187,12 @@ def test_glossary_without_docs_falls_back_to_labels(monkeypatch, tmp_path):
     assert all("{" not in en for en, _ in pairs)
     with pytest.raises(FileNotFoundError, match="missing.md"):
         i18n.glossary(tmp_path / "missing.md")
+
+
+def test_parse_rejected_variants_column():
+    md = ("| English | 简体中文 | note | rejected (不采用) |\n|---|---|---|---|\n"
+          "| layer normalization | 层归一化 | LayerNorm | 层标准化, 层规范化 |\n| head | 注意力头 | | |\n")
+    assert i18n.parse_rejected(md) == [("层标准化", "层归一化", "layer normalization"),
+                                       ("层规范化", "层归一化", "layer normalization")]
+    assert i18n.parse_glossary(md) == [("layer normalization", "层归一化"), ("head", "注意力头")]
+    assert i18n.parse_rejected("| English | 简体中文 | note |\n|---|---|---|\n| head | 注意力头 | |\n") == []

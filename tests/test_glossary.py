@@ -1,0 +1,116 @@
+"""Student-facing text keeps to docs/glossary.md and never mentions the material the course was written from.
+
+1. The Chinese text (notebooks/zh: markdown, and the comments and strings of code cells; README_zh.md;
+   docs/*_zh.md) uses none of the glossary's *rejected variants* (its last column).
+2. No student-facing text, English or Chinese (both notebook folders, README*.md, docs/), mentions "seed"
+   material (the seed deck, seed notes, 种子课件 ...): a mistake worth teaching is "a common mistake" / 常见错误.
+
+Failures name the file, the notebook cell (counted from 0, as in Jupyter) or the line, and what to write instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from course_lab import i18n
+
+ROOT = Path(__file__).resolve().parents[1]
+GLOSSARY = ROOT / "docs" / "glossary.md"
+REJECTED = i18n.parse_rejected(GLOSSARY.read_text(encoding="utf-8"))
+
+ZH_FILES = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")) + sorted(
+    [ROOT / "README_zh.md", *(ROOT / "docs").glob("*_zh.md")]
+)
+STUDENT_FILES = (
+    sorted((ROOT / "notebooks" / "en").glob("*.ipynb"))
+    + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+    + sorted(ROOT.glob("README*.md"))
+    + sorted((ROOT / "docs").rglob("*.md"))
+)
+
+# The material the course was written from is not the students' business. "seed" alone is fine (random seeds).
+SEED_MATERIAL = re.compile(
+    r"\bseed(?:'s\b|\s+(?:deck|notes?|slides?|formula|task|material|course|lesson|version|mistakes?|design)s?\b)"
+    r"|\bthe seed (?:has|does|is|says|uses|pads|gets)\b"
+    r"|\|seed\b|\bseed\s*/|:\s*seed\b"
+    r"|种子(?:课件|讲义|公式|幻灯片|版本|任务|笔记)|：种子 |原始讲义|原课程幻灯片|本课程最初的幻灯片",
+    re.IGNORECASE,
+)
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
+def _lines(path: Path) -> list[tuple[str, str]]:
+    """(where, line) for every line of a file; a notebook's lines are named by cell (from 0) and line (from 1)."""
+    if path.suffix != ".ipynb":
+        return [(f"line {n}", line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [(f"cell {i}, line {n}", line) for i, cell in enumerate(cells)
+            for n, line in enumerate("".join(cell["source"]).splitlines(), 1)]
+
+
+def rejected_variants_in(path: Path, rejected=REJECTED) -> list[str]:
+    """One message per rejected glossary variant found in ``path``."""
+    return [f"{_rel(path)}, {where}: {variant!r} -> write {preferred!r} ({english}, docs/glossary.md) "
+            f"in {line.strip()[:70]!r}"
+            for where, line in _lines(path) for variant, preferred, english in rejected if variant in line]
+
+
+def seed_mentions_in(path: Path) -> list[str]:
+    """One message per mention of the course's source material in ``path``."""
+    return [f"{_rel(path)}, {where}: {match.group(0)!r} mentions the course's source material; say what is "
+            f"commonly seen instead (a common mistake / 常见错误): {line.strip()[:80]!r}"
+            for where, line in _lines(path) for match in SEED_MATERIAL.finditer(line)]
+
+
+def _source_hint(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        return f" (edit notebooks/source/{path.stem}.md, then run `make notebooks`)"
+    return ""
+
+
+def test_glossary_lists_rejected_variants_consistently():
+    preferred = {zh for _, zh in i18n.glossary(GLOSSARY)}
+    variants = [variant for variant, _, _ in REJECTED]
+    assert len(variants) >= 30, "docs/glossary.md lost its rejected column"
+    assert len(set(variants)) == len(variants), "a rejected variant is listed twice"
+    clash = [v for v in variants if v in preferred]
+    assert not clash, f"rejected variants that are also a preferred term: {clash}"
+    terms = dict(i18n.glossary(GLOSSARY))
+    for english, chinese in {"encoder-only": "仅编码器", "decoder-only": "仅解码器", "memory": "编码器输出",
+                             "notebook": "笔记本", "dev set": "开发集", "layer normalization": "层归一化",
+                             "token id": "词元 ID", "common mistake": "常见错误"}.items():
+        assert terms.get(english) == chinese, english
+    assert ("纯编码器", "仅编码器", "encoder-only") in REJECTED
+
+
+def test_checks_name_file_cell_and_preferred_term(tmp_path):
+    nb = {"cells": [{"cell_type": "markdown", "source": ["# 标题\n"]},
+                    {"cell_type": "code", "source": ["x = 1\n", "# 先做层标准化，再相加\n"]}]}
+    path = tmp_path / "06_demo.ipynb"
+    path.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+    assert rejected_variants_in(path) == ["06_demo.ipynb, cell 1, line 2: '层标准化' -> write '层归一化' "
+                                          "(layer normalization, docs/glossary.md) in '# 先做层标准化，再相加'"]
+    assert seed_mentions_in(path) == []
+    path = tmp_path / "notes_zh.md"
+    path.write_text("这里比较了种子课件的公式。\nA random seed is fine; seed_everything(0).\n"
+                    "The seed deck's formula\n", encoding="utf-8")
+    assert [p.split(":")[0] for p in seed_mentions_in(path)] == ["notes_zh.md, line 1", "notes_zh.md, line 3"]
+
+
+@pytest.mark.parametrize("path", ZH_FILES, ids=_rel)
+def test_chinese_text_uses_the_glossary_terms(path):
+    problems = rejected_variants_in(path)
+    assert not problems, "\n".join(problems) + _source_hint(path)
+
+
+@pytest.mark.parametrize("path", STUDENT_FILES, ids=_rel)
+def test_student_text_never_mentions_seed_material(path):
+    problems = seed_mentions_in(path)
+    assert not problems, "\n".join(problems) + _source_hint(path)
