@@ -8,8 +8,11 @@ as ``raise NotImplementedError`` means "not attempted yet". Every ``check_*`` fu
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import pkgutil
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -261,3 +264,38 @@ def test_number_problem_scale():
     assert ex.number_problem(1e9 + 999, 1e9) is None and ex.number_problem(1e9 + 2000, 1e9) is not None
     assert ex.number_problem(0.001 + 5e-7, 0.001) is None and ex.number_problem(0.001 + 2e-6, 0.001) is not None
     assert ex.number_problem(float("inf"), 1.0) is not None
+
+
+# --- lessons 08-14: every exercise with a correct answer, a wrong one and the forbidden shortcut ------------------
+
+def _answers_08_14() -> dict:
+    spec = importlib.util.spec_from_file_location("exercise_answers_08_14",
+                                                  Path(__file__).with_name("exercise_answers_08_14.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module                     # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.ANSWERS
+
+
+ANSWERS_08_14 = _answers_08_14()
+
+
+def test_lessons_08_14_list_every_exercise():
+    for lesson, answers in ANSWERS_08_14.items():
+        module = importlib.import_module(f"course_lab.lessons.{lesson}")
+        checks = {name for name, fn in inspect.getmembers(module, inspect.isfunction)
+                  if name.startswith("check_") and _own(fn, module)}
+        assert len(answers) >= 3 and {a.check for a in answers} == checks, lesson
+
+
+@pytest.mark.parametrize("lesson, answer", [pytest.param(lesson, a, id=f"{lesson}.{a.check}")
+                                            for lesson, answers in ANSWERS_08_14.items() for a in answers])
+def test_lessons_08_14_checks_accept_the_answer_and_reject_mistake_and_shortcut(lesson, answer, capsys):
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), answer.check)
+    assert check(answer.correct, *answer.args) is True
+    assert "✓" in capsys.readouterr().out
+    assert check(answer.wrong, *answer.args) is False
+    assert "✗" in capsys.readouterr().out
+    assert check(answer.shortcut, *answer.args) is False
+    out = capsys.readouterr().out
+    assert "✗" in out and answer.says in out, out

@@ -1,22 +1,22 @@
 """Lesson 14 · going fast: cost arithmetic, FlashAttention's idea in plain torch, the cost widget, exercise checks.
 
 * :func:`attention_flops`, :func:`attention_weights_bytes`, :func:`kv_cache_bytes`: the numbers the lesson derives;
-* :func:`tiled_attention`: attention computed block by block with an *online softmax* (running max and sum), the
-  trick FlashAttention uses to never store the T×T weight matrix — checked against ``F.scaled_dot_product_attention``;
-* :func:`load_benchmark_results`: the GPU table measured with ``benchmarks/bench_attention.py --json``;
+* :func:`load_benchmark_results`: the tables measured by ``benchmarks/bench_attention.py --json`` and
+  ``benchmarks/bench_gpt.py --json`` (``benchmarks/results/`` and its sub-folders such as ``cpu/``);
 * :func:`build_cost_widget` and the ``check_*`` functions of the exercises.
+
+The online-softmax tiling (FlashAttention's idea) is written in the notebook itself, not here.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import torch
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_tensor, never_raises, number_problem, passed, run_check, tensor_close
+from ..exercises import attempt, fail, never_raises, number_problem, passed, run_check, tensor_close
 from ..widgets import LessonWidget, dropdown, slider
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -49,35 +49,16 @@ def kv_cache_bytes(n_layers: int, batch: int, seq_len: int, d_model: int, dtype:
     return 2 * n_layers * batch * seq_len * d_model * BYTES[dtype]
 
 
-def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int = 64) -> torch.Tensor:
-    """softmax(q kᵀ/√d) v over key blocks of size ``block`` with an online softmax; never forms all T_k scores.
+def load_benchmark_results(directory: Path | None = None, key: str = "mha") -> list[dict]:
+    """Every ``*.json`` under ``directory`` (sub-folders included: ``cpu/attention.json``) that holds ``key``.
 
-    For each block the running row maximum m, the running denominator l and the running numerator acc are
-    rescaled by exp(m_old − m_new) so that, at the end, acc / l equals the full softmax-weighted sum exactly.
-    """
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype, device=q.device)    # (…, T_q, 1)
-    l = torch.zeros_like(m)                                                                  # noqa: E741
-    acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype, device=q.device)        # (…, T_q, d_v)
-    for start in range(0, k.shape[-2], block):
-        s = (q @ k[..., start: start + block, :].transpose(-2, -1)) * scale                 # (…, T_q, block)
-        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
-        correction = torch.exp(m - m_new)                    # how much the old partial sums shrink
-        p = torch.exp(s - m_new)
-        l = l * correction + p.sum(dim=-1, keepdim=True)     # noqa: E741
-        acc = acc * correction + p @ v[..., start: start + block, :]
-        m = m_new
-    return acc / l
-
-
-def load_benchmark_results(directory: Path | None = None) -> list[dict]:
-    """Every ``*.json`` written by ``benchmarks/bench_attention.py --json`` (an empty list when none exist).
-
-    Other JSON files in the folder (results of other benchmarks) are skipped: only attention tables have ``mha``.
+    ``key="mha"`` selects the tables of ``benchmarks/bench_attention.py --json``, ``key="rows"`` those of
+    ``benchmarks/bench_gpt.py --json``; other results (SST-2, MiniLM) are skipped. An empty list when none exist.
     """
     directory = RESULTS_DIR if directory is None else Path(directory)
-    tables = [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
-    return [table for table in tables if isinstance(table, dict) and "mha" in table]
+    paths = sorted(directory.rglob("*.json")) if directory.is_dir() else []
+    tables = [json.loads(p.read_text()) for p in paths]
+    return [table for table in tables if isinstance(table, dict) and key in table]
 
 
 def format_results(result: dict) -> str:
@@ -144,32 +125,106 @@ def build_cost_widget(seq_len: int = 1024, d_model: int = 384, n_heads: int = 6,
 # Exercise checks
 # ------------------------------------------------------------------------------------------------------------
 
-@never_raises
-def check_attention_flops(fn) -> bool:
-    """Exercise 1: ``fn(batch, seq_len, d_model)`` returns the total forward FLOPs of one attention layer."""
-    cases = [(args, attention_flops(*args)["total"]) for args in ((1, 128, 64), (4, 1000, 512))]
-    return run_check(fn, cases, number_problem)
+def cross_attention_flops(batch: int, t_q: int, t_k: int, d_model: int) -> int:
+    """Forward FLOPs of one cross-attention layer: Q and O over the T_q queries, K and V over the T_k keys.
+
+    4·B·T_q·d² + 4·B·T_k·d² (projections) + 4·B·T_q·T_k·d (scores QKᵀ and weights·V).
+    """
+    return 4 * batch * t_q * d_model**2 + 4 * batch * t_k * d_model**2 + 4 * batch * t_q * t_k * d_model
 
 
 @never_raises
-def check_kv_cache_bytes(fn) -> bool:
-    """Exercise 2: ``fn(n_layers, batch, seq_len, d_model, bytes_per_number)``."""
-    cases = [(args, math.prod(args) * 2) for args in ((6, 1, 256, 384, 2), (32, 8, 4096, 4096, 2))]
-    return run_check(fn, cases, number_problem)
+def check_cross_attention_flops(fn) -> bool:
+    """Exercise 1: ``fn(batch, t_q, t_k, d_model)``, the forward FLOPs of one cross-attention layer.
+
+    The self-attention formula with T = T_q (or T_k) is the shortcut the exercise rules out: it is right only when
+    T_q = T_k, so every case has T_q ≠ T_k.
+    """
+    cases = [(1, 10, 30, 64), (4, 128, 512, 256), (2, 700, 50, 32)]
+    for args in cases:
+        ok, got = attempt(fn, *args)
+        if not ok:
+            return False
+        b, t_q, t_k, d = args
+        if any(number_problem(got, attention_flops(b, t, d)["total"]) is None for t in (t_q, t_k)):
+            return fail(f"For T_q={t_q}, T_k={t_k} you return self-attention's count for one length. In "
+                        "cross-attention Q and O are projected at the T_q decoder positions, K and V at the T_k "
+                        "encoder positions, and the score matrix is T_q × T_k.",
+                        f"T_q={t_q}、T_k={t_k} 时，你返回的是自注意力在单一长度下的运算量。"
+                        "交叉注意力里，Q 和 O 在 T_q 个解码器位置上做投影，"
+                        "K 和 V 在 T_k 个编码器位置上做投影，分数矩阵是 T_q × T_k。")
+    return run_check(fn, [(args, cross_attention_flops(*args)) for args in cases], number_problem)
+
+
+def gqa_cache_bytes(n_layers: int, batch: int, seq_len: int, n_heads: int, n_kv_heads: int, d_head: int,
+                    bytes_per_number: int) -> int:
+    """KV cache with grouped-query attention: 2 · L · B · T · h_kv · d_head · bytes (h_kv = h: multi-head)."""
+    return 2 * n_layers * batch * seq_len * n_kv_heads * d_head * bytes_per_number
 
 
 @never_raises
-def check_merge_softmax_blocks(fn) -> bool:
-    """Exercise 3: ``fn(s1, s2)`` merges two score blocks' (max, sum-of-exp) and returns softmax(cat(s1, s2))."""
+def check_gqa_cache_bytes(fn) -> bool:
+    """Exercise 2: ``fn(n_layers, batch, seq_len, n_heads, n_kv_heads, d_head, bytes_per_number)``.
+
+    The multi-head cache (n_heads instead of n_kv_heads) is the shortcut ruled out; keys only (no factor 2) is the
+    classic slip.
+    """
+    cases = [(80, 1, 4096, 64, 8, 128, 2), (32, 8, 2048, 32, 1, 128, 2), (6, 2, 256, 6, 6, 64, 4)]
+    for args in cases:
+        ok, got = attempt(fn, *args)
+        if not ok:
+            return False
+        n_layers, batch, seq_len, n_heads, n_kv, d_head, nbytes = args
+        if n_kv != n_heads and number_problem(got, gqa_cache_bytes(*args[:4], n_heads, *args[5:])) is None:
+            return fail(f"With n_heads={n_heads}, n_kv_heads={n_kv} you return the multi-head cache. In GQA only "
+                        "the n_kv_heads shared heads of keys and values are stored; the query heads are never cached.",
+                        f"n_heads={n_heads}、n_kv_heads={n_kv} 时，你返回的是多头注意力的缓存大小。GQA 只存 n_kv_heads "
+                        "个共享的键头和值头；查询头从来不需要缓存。")
+        if number_problem(got, gqa_cache_bytes(*args) // 2) is None:
+            return fail("Half the right size: the cache holds the keys AND the values of every past token.",
+                        "只有正确大小的一半：缓存里既有每个过去词元的键，也有它的值。")
+    return run_check(fn, [(args, gqa_cache_bytes(*args)) for args in cases], number_problem)
+
+
+def _stats(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(m, ℓ) of each row: the maximum and Σ exp(s − m)."""
+    m = s.amax(-1, keepdim=True)
+    return m, torch.exp(s - m).sum(-1, keepdim=True)
+
+
+@never_raises
+def check_merge_softmax_stats(fn) -> bool:
+    """Exercise 3: ``fn(m1, l1, m2, l2)`` returns the merged ``(m, l)`` of two blocks of the same rows.
+
+    Scores of ±1000 make a merge that exponentiates a maximum (e^1000 = inf) fail, and a merge that adds ℓ1 + ℓ2
+    without rescaling gives a wrong ℓ; only the statistics are passed, so softmax(cat(s1, s2)) is not available.
+    """
     g = torch.Generator().manual_seed(14)
-    s1, s2 = torch.randn(3, 5, generator=g) * 20, torch.randn(3, 7, generator=g) * 20
-    want = torch.softmax(torch.cat([s1, s2], -1), -1)
-    ok, got = attempt(fn, s1, s2)
-    if not ok or not is_tensor(got, want.shape, "softmax", "softmax"):
+    s1 = torch.randn(4, 5, generator=g, dtype=torch.float64) + torch.tensor([[1000.0], [-1000.0], [3.0], [0.0]],
+                                                                            dtype=torch.float64)
+    s2 = torch.randn(4, 7, generator=g, dtype=torch.float64) + torch.tensor([[-1000.0], [1000.0], [0.0], [2.0]],
+                                                                            dtype=torch.float64)
+    m1, l1 = _stats(s1)
+    m2, l2 = _stats(s2)
+    m_want, l_want = _stats(torch.cat([s1, s2], -1))
+    ok, got = attempt(fn, m1, l1, m2, l2)
+    if not ok:
         return False
-    if not torch.isfinite(got).all():
-        return fail("Your result has inf/NaN: subtract the running maximum before exp.",
-                    "结果里有 inf/NaN：取 exp 之前先减去当前最大值。")
-    if not tensor_close(got, want, "softmax", "softmax", 1e-6):
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        return fail(f"Return the pair (m, l), got {type(got).__name__}.",
+                    f"应返回二元组 (m, l)，实际得到 {type(got).__name__}。")
+    m, ell = (torch.as_tensor(x, dtype=torch.float64) for x in got)
+    if not (torch.isfinite(m).all() and torch.isfinite(ell).all()):
+        return fail("inf/NaN for scores near ±1000: never take exp of a maximum (e^1000 = inf). Multiply each sum by "
+                    "exp(m_i − m), the difference between its own maximum and the new one.",
+                    "分数在 ±1000 附近时出现了 inf/NaN：不要对最大值本身取 exp（e^1000 = inf）。"
+                    "每个和都乘以 exp(m_i − m)，即它自己的最大值与新最大值之差。")
+    if not tensor_close(m, m_want, "m", "m", 1e-9):
         return False
-    return passed()
+    if ell.shape == l_want.shape and torch.allclose(ell, l1 + l2):
+        return fail("l = l1 + l2 adds sums taken relative to two different maxima: rescale each by exp(m_i − m) first.",
+                    "l = l1 + l2 把相对于两个不同最大值求出的和直接相加了：要先把每个和乘以 exp(m_i − m)。")
+    if not tensor_close(ell, l_want, "l", "l", 1e-9):
+        return False
+    return passed("Correct: exp(s − m) / l is now the softmax of the whole row, computed from two summaries.",
+                  "正确：现在 exp(s − m) / l 就是整行的 softmax，而它只用到了两块的摘要。")
