@@ -318,25 +318,22 @@ def test_stale_temp_files_of_killed_saves_are_removed_on_the_next_save_and_load(
     assert not dead2.exists()
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
 def test_sigkill_during_saves_leaves_nothing_after_the_next_save(tmp_path):
-    """Medium 13 for real: kill -9 a process that saves in a loop, three times; then one save cleans up."""
-    script = (
-        "import sys, torch\n"
-        "from course_utils.checkpoint import save_checkpoint\n"
-        "m = torch.nn.Linear(512, 512)\n"
-        "print('ready', flush=True)\n"
-        "for i in range(10**6):\n"
-        "    save_checkpoint(sys.argv[1], m, step=i)\n"
-    )
+    """Medium 13 for real: kill -9 a process that saves in a loop, four times; then one save cleans up."""
     path = tmp_path / "run.pt"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for delay in (0.02, 0.07, 0.15):
-        proc = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, env=env)
-        assert proc.stdout.readline().strip() == b"ready"
+    model = nn.Linear(512, 512)  # 1 MB: each save takes a few milliseconds
+    for delay in (0.01, 0.03, 0.06, 0.1):
+        pid = os.fork()
+        if pid == 0:  # the child saves until it is killed; it never returns into pytest
+            try:
+                for i in range(10**6):
+                    save_checkpoint(path, model, step=i)
+            finally:
+                os._exit(1)
         time.sleep(delay)
-        proc.kill()
-        proc.wait()
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
     if path.exists():
         load_checkpoint(path, nn.Linear(512, 512))
     save_checkpoint(path, nn.Linear(512, 512), step=0)
@@ -624,3 +621,19 @@ def test_fit_in_a_notebook_kernel_returns_the_history(monkeypatch):
     fake_ipython.get_ipython = lambda: None  # ipykernel merely imported (as nbval does): a script
     with pytest.raises(KeyboardInterrupt):
         fit(small_model(), _interrupt_at(2), mse, steps=10, progress=False, device="cpu")
+
+
+def test_a_damaged_review_file_after_extraction_names_the_file_and_the_fix(monkeypatch, tmp_path):
+    """Low (a file that cannot be read): a non-UTF-8 review in aclImdb/ gave a raw UnicodeDecodeError."""
+    archive = _tar(tmp_path / "aclImdb_v1.tar", ("aclImdb/train/pos/1_9.txt", "file", b"Good."),
+                   ("aclImdb/train/neg/2_1.txt", "file", b"Bad."))
+    res = data.get_resource("imdb")
+    _toy(monkeypatch, archive.read_bytes(), name="imdb", path=res.path, urls=(archive.as_uri(),),
+         extract_to=res.extract_to)
+    root = tmp_path / "d"
+    assert len(data.load_imdb("train", data_dir=root, variant="full", progress=False)) == 2
+    damaged = root / res.extract_to / "aclImdb" / "train" / "pos" / "1_9.txt"
+    damaged.write_bytes(b"\xff\xfe broken")
+    with pytest.raises(ValueError, match="cannot be read as UTF-8") as info:
+        data.load_imdb("train", data_dir=root, variant="full", progress=False)
+    assert str(damaged) in str(info.value) and "call again" in str(info.value)

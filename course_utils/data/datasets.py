@@ -172,7 +172,12 @@ def read_aclimdb(root: Path, split: str) -> list[tuple[str, int]]:
         if not files:
             raise ValueError(f"{root / split / folder} has no reviews: the extraction looks incomplete; "
                              f"delete {root} and call again")
-        rows += [(clean_imdb(p.read_text(encoding="utf-8")), label) for p in files]
+        for p in files:
+            try:
+                rows.append((clean_imdb(p.read_text(encoding="utf-8")), label))
+            except (OSError, UnicodeDecodeError) as exc:  # a file changed or damaged after the extraction
+                raise ValueError(f"{p} cannot be read as UTF-8 text ({exc}): delete {root} and call again to "
+                                 "extract the archive afresh") from None
     return rows
 
 
