@@ -176,6 +176,19 @@ def test_perplexity():
         perplexity("2.0")
 
 
+def test_perplexity_takes_numpy_scalars_and_refuses_nan_tensors():
+    """Reliability review (Low): np.float32 was refused while a NaN tensor passed through as NaN."""
+    import numpy as np
+
+    assert perplexity(np.float32(math.log(5.0))) == pytest.approx(5.0, rel=1e-6)
+    assert perplexity(np.int64(0)) == 1.0 and perplexity(np.float64(0.0)) == 1.0
+    for nan in (torch.tensor(float("nan")), torch.tensor([1.0, float("nan")]), np.float32("nan")):
+        with pytest.raises(ValueError, match="nan"):
+            perplexity(nan)
+    with pytest.raises(TypeError, match="float"):
+        perplexity(torch.tensor(True))
+
+
 def test_sequence_nll_is_the_chain_rule_sum():
     g = torch.Generator().manual_seed(3)
     logits = torch.randn(3, 5, 6, generator=g, dtype=torch.float64, requires_grad=True)
