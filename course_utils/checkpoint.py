@@ -468,10 +468,16 @@ def load_checkpoint(
     The returned dict has ``"step"``, ``"history"`` (a plain dict), ``"extra"`` and the state dicts.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory: pass the checkpoint file inside it, e.g. {path / 'last.pt'}")
     if not path.is_file():
         raise FileNotFoundError(
             f"no checkpoint at {path}: check the path, or train first with fit(..., checkpoint_path=...)"
         )
+    target = _unwrap(model)
+    if any(t.is_meta for t in (*target.parameters(), *target.buffers())):
+        raise ValueError("the model is on the meta device (shapes without storage), where loading weights does "
+                         "nothing: build it on a real device, or call model.to_empty(device='cpu') first")
     _remove_stale_temps(path)
     ckpt = _read(path, "cpu" if map_location is None else map_location)
     if optimizer is not None and ckpt.get("optimizer") is None:

@@ -258,7 +258,14 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     device = pick_device(device)
     amp = _resolve_amp(amp, device)
     path = Path(checkpoint_path) if checkpoint_path is not None else None
+    if history is not None and not isinstance(history, History):
+        raise TypeError(f"history must be a History (e.g. the one an earlier fit returned) or None, got "
+                        f"{type(history).__name__}: for a saved dict use History.from_dict(d)")
     history = history if history is not None else History()
+    if path is not None and path.is_dir():
+        raise ValueError(f"checkpoint_path {path} is a directory: pass a file name like {path / 'last.pt'}")
+    if not any(True for _ in model.parameters()):
+        raise ValueError(f"{type(model).__name__} has no parameters to train: pass the model that holds them")
 
     def autocast() -> Any:  # a fresh context per use: low-precision matmuls inside, fp32 weights outside
         if amp == "off":
@@ -327,9 +334,15 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             value = float(loss.detach())
             if not math.isfinite(lr_now):  # e.g. a schedule that returned inf: stop before it is applied
                 raise diverged("the learning rate", step, lr_now, lr_now)
+            if lr_now < 0:  # the update would climb the loss instead of descending it
+                raise ValueError(f"the learning rate is {lr_now:.3g} at step {step}: it must be >= 0; a schedule "
+                                 "must return multipliers >= 0 (e.g. cosine_schedule(steps, warmup))")
             if not math.isfinite(value):  # checked before backward: the weights stay the last good ones
                 raise diverged("the loss", step, value, lr_now)
             if not loss.requires_grad:
+                if not any(p.requires_grad for p in model.parameters()):
+                    raise ValueError("no parameter of the model requires grad (all frozen?): unfreeze what "
+                                     "should train with p.requires_grad_(True)")
                 raise ValueError("the loss does not require grad: loss_fn must not use no_grad() or detach()")
             optimizer.zero_grad(set_to_none=True)
             if scaler is not None:  # fp16: scale the loss so that small gradients do not underflow to 0
@@ -412,4 +425,11 @@ def _evaluate(model: nn.Module, eval_fn: Callable, autocast: Callable, history: 
         model.train()
     if not isinstance(metrics, Mapping):
         raise TypeError(f"eval_fn must return a dict like {{'val_loss': 1.23}}, got {type(metrics).__name__}")
-    history.record_eval(step, {k: float(v) for k, v in metrics.items()})
+    values = {}
+    for name, value in metrics.items():
+        try:
+            values[name] = float(value)
+        except (TypeError, ValueError, RuntimeError):  # a string, a list, a tensor of several numbers
+            raise TypeError(f"eval_fn returned {name!r}: {value!r:.60}, not a number: return a dict of "
+                            "floats, e.g. {'val_loss': loss.item()}") from None
+    history.record_eval(step, values)

@@ -637,3 +637,80 @@ def test_a_damaged_review_file_after_extraction_names_the_file_and_the_fix(monke
     with pytest.raises(ValueError, match="cannot be read as UTF-8") as info:
         data.load_imdb("train", data_dir=root, variant="full", progress=False)
     assert str(damaged) in str(info.value) and "call again" in str(info.value)
+
+
+# ------------------------------------------------------------ beyond the review: further hostile cases
+@pytest.mark.parametrize("case, kwargs, error, fragment", [
+    ("negative lr from a schedule", dict(lr=1e-3, schedule=lambda s: -1.0), ValueError, "must be >= 0"),
+    ("a metric that is not a number", dict(eval_fn=lambda m: {"val": "abc"}), TypeError, "not a number"),
+    ("a dict as history", dict(history={"step": []}), TypeError, "History.from_dict"),
+    ("a folder as checkpoint_path", dict(checkpoint_path="."), ValueError, "is a directory"),
+])
+def test_further_fit_mistakes_get_a_clear_message(case, kwargs, error, fragment):
+    model = small_model()
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(error, match=fragment):
+        fit(model, batch, mse, steps=2, progress=False, device="cpu", **kwargs)
+    if "metric" not in case:  # refused before any update (the metric is read after the last one)
+        assert all(torch.equal(p.detach(), b) for p, b in zip(model.parameters(), before)), case
+
+
+def test_a_frozen_or_empty_model_is_named_as_the_problem():
+    model = small_model().requires_grad_(False)
+    with pytest.raises(ValueError, match="frozen"):
+        fit(model, batch, mse, steps=2, progress=False, device="cpu")
+    with pytest.raises(ValueError, match="no parameters"):
+        fit(nn.ReLU(), batch, lambda m, b: b[0].sum(), steps=2, progress=False, device="cpu")
+
+
+def test_random_bit_flips_and_truncations_never_load_silently(tmp_path):
+    model = small_model()
+    path = save_checkpoint(tmp_path / "c.pt", model, torch.optim.AdamW(model.parameters()), step=1)
+    raw = path.read_bytes()
+    rng = random.Random(1)
+    damaged = []
+    for _ in range(20):
+        bad = bytearray(raw)
+        bad[rng.randrange(len(bad))] ^= 1 << rng.randrange(8)
+        damaged.append(bytes(bad))
+    damaged += [raw[:n] for n in (0, 1, 100, len(raw) // 2, len(raw) - 22, len(raw) - 1)]
+    for i, content in enumerate(damaged):
+        (tmp_path / "d.pt").write_bytes(content)
+        fresh = small_model(1)
+        try:
+            load_checkpoint(tmp_path / "d.pt", fresh)
+        except CheckpointError:
+            continue
+        for a, b in zip(model.state_dict().values(), fresh.state_dict().values()):  # loaded: must be intact
+            assert torch.equal(a, b), i
+
+
+def test_loading_into_a_meta_model_or_a_folder_is_refused(tmp_path):
+    path = save_checkpoint(tmp_path / "c.pt", small_model(), step=1)
+    with torch.device("meta"):
+        meta = small_model()
+    with pytest.raises(ValueError, match="meta device"):
+        load_checkpoint(path, meta)
+    with pytest.raises(ValueError, match="is a directory"):
+        load_checkpoint(tmp_path, small_model())
+
+
+def test_damaged_archives_are_a_clear_error_and_leave_nothing(tmp_path):
+    bio = io.BytesIO()
+    with tarfile.open(fileobj=bio, mode="w:gz") as tar:
+        for i in range(20):
+            content = random.Random(i).randbytes(3000)
+            info = tarfile.TarInfo(f"f{i}.bin")
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    (tmp_path / "cut.tar.gz").write_bytes(bio.getvalue()[: len(bio.getvalue()) // 2])
+    bio = io.BytesIO()
+    with zipfile.ZipFile(bio, "w") as zf:
+        zf.writestr("a.txt", "hello world " * 10)
+    raw = bytearray(bio.getvalue())
+    raw[raw.index(b"hello")] ^= 1  # the stored CRC no longer matches
+    (tmp_path / "crc.zip").write_bytes(bytes(raw))
+    for name in ("cut.tar.gz", "crc.zip"):
+        with pytest.raises(ValueError, match="damaged.*download it again"):
+            data.safe_extract(tmp_path / name, tmp_path / f"out-{name}")
+        assert list((tmp_path / f"out-{name}").iterdir()) == []

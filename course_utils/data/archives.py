@@ -12,6 +12,7 @@ exists it is applied as well, as a second line of defence.
 
 from __future__ import annotations
 
+import lzma
 import os
 import posixpath
 import re
@@ -20,6 +21,7 @@ import stat
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path, PureWindowsPath
 
 from tqdm.auto import tqdm
@@ -171,6 +173,8 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: 
     are kept. Returns ``dest``.
     """
     archive, dest = Path(archive), Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise ValueError(f"cannot extract into {dest}: it is a file, not a folder")
     is_zip = zipfile.is_zipfile(archive)
     if not is_zip and not tarfile.is_tarfile(archive):
         raise ValueError(f"{archive} is neither a zip nor a tar archive: was the download complete?")
@@ -195,6 +199,9 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: 
                 except tarfile.TarError as exc:  # e.g. a FilterError: report it like our own checks
                     raise ValueError(f"refusing to extract {archive.name}: {exc}; nothing was extracted") from None
         _merge_into(stage, dest)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise ValueError(f"{archive} is damaged ({type(exc).__name__}: {exc}); nothing was extracted. Delete it "
+                         "and download it again") from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return dest
