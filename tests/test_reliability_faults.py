@@ -543,11 +543,22 @@ def test_fit_decays_weight_matrices_only():
         assert torch.equal(after[name], before[name]), name
 
 
+class _TiedLM(nn.Module):
+    """Embedding, LayerNorm, an MLP and an output head tied to the embedding (as GPT-2 ties them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(20, 16)
+        self.norm = nn.LayerNorm(16)
+        self.mlp = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
+        self.head = nn.Linear(16, 20, bias=False)
+        self.head.weight = self.embed.weight
+
+
 def test_param_groups_split_shared_weights_once():
-    from course_utils.models import GPT
     from course_utils.train import param_groups
 
-    model = GPT(20, max_len=8, n_layers=1, n_heads=2, d_model=16)
+    model = _TiedLM()
     groups = param_groups(model, 0.1)
     decay = {id(p) for p in groups[0]["params"]}
     no_decay = {id(p) for p in groups[1]["params"]}
