@@ -43,8 +43,8 @@ def accuracy(model, tokenizer, rows, device, batch_size: int = 128, max_len: int
     rows = sorted(rows, key=lambda row: len(row[0]))          # similar lengths per batch: less padding
     for start in range(0, len(rows), batch_size):
         chunk = rows[start: start + batch_size]
-        batch = tokenizer.encode_batch([s for s, _ in chunk], max_len)
-        logits = model(batch["input_ids"].to(device), batch["attention_mask"].to(device))
+        ids, keep = tokenizer.encode_batch_with_mask([s for s, _ in chunk], max_len=max_len)
+        logits = model(ids.to(device), keep.to(device))
         correct += int((logits.argmax(-1).cpu() == torch.tensor([y for _, y in chunk])).sum())
     return correct / len(rows)
 
@@ -102,8 +102,8 @@ def main(argv=None) -> int:
             rng.shuffle(chunks)
             pending.extend(chunks)
         rows = pending.pop()
-        batch = tokenizer.encode_batch([s for s, _ in rows], args.max_len)
-        return batch["input_ids"], batch["attention_mask"], torch.tensor([y for _, y in rows])
+        ids, keep = tokenizer.encode_batch_with_mask([s for s, _ in rows], max_len=args.max_len)
+        return ids, keep, torch.tensor([y for _, y in rows])
 
     def loss_fn(m, batch):
         ids, mask, y = batch

@@ -1,4 +1,6 @@
-"""Copy weights between ``course_utils`` modules and PyTorch's own ``torch.nn`` Transformer modules.
+"""Copy weights between ``course_utils`` modules and PyTorch's own ``torch.nn`` Transformer modules, both ways:
+``load_from_torch(ours, theirs)`` (torch → ours; also under the per-module names ``load_mha_from_torch`` …) and
+``copy_to_torch(ours, theirs)`` (ours → torch). One table of tensor pairs per module serves both directions.
 
 Used by the parity tests and by the lessons' "check against PyTorch" cells: same weights in, same numbers out.
 Both libraries store W^Q, W^K, W^V stacked in one (3·d_model, d_model) matrix, so the copy is one-to-one.
@@ -15,102 +17,148 @@ from .models import Decoder, Encoder
 from .norm import LayerNorm
 
 
-def _copy(dst: torch.Tensor | None, src: torch.Tensor | None, what: str) -> None:
+def _check_pair(dst: torch.Tensor | None, src: torch.Tensor | None, what: str) -> None:
     if (dst is None) != (src is None):
         raise ValueError(f"{what}: one module has this parameter and the other does not (bias=True/False?)")
-    if dst is None:
-        return
-    if dst.shape != src.shape:
+    if dst is not None and dst.shape != src.shape:
         raise ValueError(
             f"{what}: shape {tuple(src.shape)} cannot be copied into {tuple(dst.shape)}: "
             "build both modules with the same d_model, n_heads and d_ff"
         )
-    dst.copy_(src)
 
 
-@torch.no_grad()
-def load_mha_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
-    """Copy ``nn.MultiheadAttention`` (in_proj + out_proj) into our ``MultiHeadAttention``."""
+# Each *_pairs function lists (our tensor, torch's tensor, name) once; _transfer copies them either way, so the
+# two directions can never disagree about which tensor goes where.
+Pairs = list[tuple[torch.Tensor | None, torch.Tensor | None, str]]
+
+
+def _mha_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> Pairs:
     if theirs.in_proj_weight is None:
         raise ValueError(
             "nn.MultiheadAttention with kdim/vdim != embed_dim has separate projections; "
             "build it with kdim=vdim=embed_dim"
         )
-    _copy(ours.qkv_proj.weight, theirs.in_proj_weight, "in_proj_weight")
-    _copy(ours.qkv_proj.bias, theirs.in_proj_bias, "in_proj_bias")
-    _copy(ours.out_proj.weight, theirs.out_proj.weight, "out_proj.weight")
-    _copy(ours.out_proj.bias, theirs.out_proj.bias, "out_proj.bias")
-    return ours
+    return [(ours.qkv_proj.weight, theirs.in_proj_weight, "in_proj_weight"),
+            (ours.qkv_proj.bias, theirs.in_proj_bias, "in_proj_bias"),
+            (ours.out_proj.weight, theirs.out_proj.weight, "out_proj.weight"),
+            (ours.out_proj.bias, theirs.out_proj.bias, "out_proj.bias")]
 
 
-@torch.no_grad()
-def load_norm_from_torch(ours: nn.Module, theirs: nn.LayerNorm) -> nn.Module:
+def _norm_pairs(ours: nn.Module, theirs: nn.LayerNorm) -> Pairs:
     if not isinstance(ours, LayerNorm):
         raise TypeError(
             f"nn.LayerNorm can only be copied into course_utils LayerNorm, not {type(ours).__name__}"
         )
-    _copy(ours.weight, theirs.weight, "norm.weight")
-    _copy(ours.bias, theirs.bias, "norm.bias")
-    return ours
+    return [(ours.weight, theirs.weight, "norm.weight"), (ours.bias, theirs.bias, "norm.bias")]
+
+
+def _ffn_pairs(ours, theirs) -> Pairs:
+    return [(getattr(getattr(ours.ffn, lin), kind), getattr(getattr(theirs, lin), kind), f"{lin}.{kind}")
+            for lin in ("linear1", "linear2") for kind in ("weight", "bias")]
+
+
+def _check_norm_first(ours, theirs) -> None:
+    if ours.res1.norm_first != theirs.norm_first:
+        raise ValueError(f"norm_first differs (ours {ours.res1.norm_first}, torch {theirs.norm_first})")
+
+
+def _encoder_layer_pairs(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> Pairs:
+    _check_norm_first(ours, theirs)
+    return (_mha_pairs(ours.self_attn, theirs.self_attn) + _ffn_pairs(ours, theirs)
+            + _norm_pairs(ours.res1.norm, theirs.norm1) + _norm_pairs(ours.res2.norm, theirs.norm2))
+
+
+def _decoder_layer_pairs(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> Pairs:
+    _check_norm_first(ours, theirs)
+    pairs = _mha_pairs(ours.self_attn, theirs.self_attn) + _mha_pairs(ours.cross_attn, theirs.multihead_attn)
+    pairs += _ffn_pairs(ours, theirs)
+    for mine, their in ((ours.res1, theirs.norm1), (ours.res2, theirs.norm2), (ours.res3, theirs.norm3)):
+        pairs += _norm_pairs(mine.norm, their)
+    return pairs
+
+
+def _stack_pairs(ours, theirs, layer_pairs) -> Pairs:
+    if len(ours.layers) != len(theirs.layers):
+        raise ValueError(f"layer count differs: ours {len(ours.layers)}, torch {len(theirs.layers)}")
+    pairs = [p for mine, their in zip(ours.layers, theirs.layers) for p in layer_pairs(mine, their)]
+    if (theirs.norm is None) != isinstance(ours.norm, nn.Identity):
+        raise ValueError(
+            "final norm: build ours with final_norm=True to match nn.Transformer (it always has one)"
+        )
+    return pairs + (_norm_pairs(ours.norm, theirs.norm) if theirs.norm is not None else [])
+
+
+def _pairs(ours: nn.Module, theirs: nn.Module) -> Pairs:
+    """The tensor pairs of two modules of the same role, found from torch's module type."""
+    if isinstance(theirs, nn.MultiheadAttention):
+        return _mha_pairs(ours, theirs)
+    if isinstance(theirs, nn.LayerNorm):
+        return _norm_pairs(ours, theirs)
+    if isinstance(theirs, nn.TransformerEncoderLayer):
+        return _encoder_layer_pairs(ours, theirs)
+    if isinstance(theirs, nn.TransformerDecoderLayer):
+        return _decoder_layer_pairs(ours, theirs)
+    if isinstance(theirs, nn.TransformerEncoder):
+        return _stack_pairs(ours, theirs, _encoder_layer_pairs)
+    if isinstance(theirs, nn.TransformerDecoder):
+        return _stack_pairs(ours, theirs, _decoder_layer_pairs)
+    if isinstance(theirs, nn.Transformer):   # ours: a course_utils Transformer, or any module with both stacks
+        return _pairs(ours.encoder, theirs.encoder) + _pairs(ours.decoder, theirs.decoder)
+    raise TypeError(f"no weight mapping for torch's {type(theirs).__name__}: expected nn.MultiheadAttention, "
+                    "nn.LayerNorm, nn.TransformerEncoder(Layer), nn.TransformerDecoder(Layer) or nn.Transformer")
 
 
 @torch.no_grad()
-def _load_ffn(ours, theirs) -> None:
-    _copy(ours.ffn.linear1.weight, theirs.linear1.weight, "linear1.weight")
-    _copy(ours.ffn.linear1.bias, theirs.linear1.bias, "linear1.bias")
-    _copy(ours.ffn.linear2.weight, theirs.linear2.weight, "linear2.weight")
-    _copy(ours.ffn.linear2.bias, theirs.linear2.bias, "linear2.bias")
+def _transfer(ours: nn.Module, theirs: nn.Module, to_ours: bool) -> None:
+    pairs = [(mine, their, what) if to_ours else (their, mine, what) for mine, their, what in _pairs(ours, theirs)]
+    for dst, src, what in pairs:           # every check runs before the first tensor is written
+        _check_pair(dst, src, what)
+    for dst, src, _ in pairs:
+        if dst is not None:
+            dst.copy_(src)
+
+
+def load_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+    """Copy a ``torch.nn`` Transformer module's weights into the ``course_utils`` module of the same role."""
+    _transfer(ours, theirs, to_ours=True)
+    return ours
+
+
+def copy_to_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+    """The other direction: copy our module's weights into the ``torch.nn`` module of the same role; returns
+    ``theirs``. Build it with the same sizes (and ``batch_first=True``, ``norm_first`` as ours)."""
+    _transfer(ours, theirs, to_ours=False)
+    return theirs
+
+
+def load_mha_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
+    """Copy ``nn.MultiheadAttention`` (in_proj + out_proj) into our ``MultiHeadAttention``."""
+    return load_from_torch(ours, theirs)
+
+
+def load_norm_from_torch(ours: nn.Module, theirs: nn.LayerNorm) -> nn.Module:
+    return load_from_torch(ours, theirs)
 
 
 def load_encoder_layer_from_torch(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> EncoderLayer:
     """Copy ``nn.TransformerEncoderLayer`` (self_attn, linear1/2, norm1/2) into our ``EncoderLayer``."""
-    if ours.res1.norm_first != theirs.norm_first:
-        raise ValueError(f"norm_first differs (ours {ours.res1.norm_first}, torch {theirs.norm_first})")
-    load_mha_from_torch(ours.self_attn, theirs.self_attn)
-    _load_ffn(ours, theirs)
-    load_norm_from_torch(ours.res1.norm, theirs.norm1)
-    load_norm_from_torch(ours.res2.norm, theirs.norm2)
-    return ours
+    return load_from_torch(ours, theirs)
 
 
 def load_decoder_layer_from_torch(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> DecoderLayer:
     """Copy ``nn.TransformerDecoderLayer`` (self_attn, multihead_attn, linear1/2, norm1/2/3) into ours."""
-    if ours.res1.norm_first != theirs.norm_first:
-        raise ValueError(f"norm_first differs (ours {ours.res1.norm_first}, torch {theirs.norm_first})")
-    load_mha_from_torch(ours.self_attn, theirs.self_attn)
-    load_mha_from_torch(ours.cross_attn, theirs.multihead_attn)
-    _load_ffn(ours, theirs)
-    for mine, their in ((ours.res1, theirs.norm1), (ours.res2, theirs.norm2), (ours.res3, theirs.norm3)):
-        load_norm_from_torch(mine.norm, their)
-    return ours
-
-
-def _load_stack(ours, theirs_layers, theirs_norm, load_layer) -> None:
-    if len(ours.layers) != len(theirs_layers):
-        raise ValueError(f"layer count differs: ours {len(ours.layers)}, torch {len(theirs_layers)}")
-    for mine, their in zip(ours.layers, theirs_layers):
-        load_layer(mine, their)
-    if (theirs_norm is None) != isinstance(ours.norm, nn.Identity):
-        raise ValueError(
-            "final norm: build ours with final_norm=True to match nn.Transformer (it always has one)"
-        )
-    if theirs_norm is not None:
-        load_norm_from_torch(ours.norm, theirs_norm)
+    return load_from_torch(ours, theirs)
 
 
 def load_encoder_from_torch(ours: Encoder, theirs: nn.TransformerEncoder) -> Encoder:
-    _load_stack(ours, theirs.layers, theirs.norm, load_encoder_layer_from_torch)
-    return ours
+    return load_from_torch(ours, theirs)
 
 
 def load_decoder_from_torch(ours: Decoder, theirs: nn.TransformerDecoder) -> Decoder:
-    _load_stack(ours, theirs.layers, theirs.norm, load_decoder_layer_from_torch)
-    return ours
+    return load_from_torch(ours, theirs)
 
 
 def load_transformer_from_torch(ours, theirs: nn.Transformer):
     """Copy an ``nn.Transformer``'s encoder and decoder stacks into ``ours.encoder`` / ``ours.decoder``
     (``ours`` is a course_utils ``Transformer`` or any module with those two attributes)."""
-    load_encoder_from_torch(ours.encoder, theirs.encoder)
-    load_decoder_from_torch(ours.decoder, theirs.decoder)
-    return ours
+    return load_from_torch(ours, theirs)

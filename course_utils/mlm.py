@@ -161,9 +161,5 @@ def masked_logits(model, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[to
     expensive part for a large vocabulary) runs only where there is something to predict, as BERT's
     implementations do: about 7× less work with 15 % of the positions selected.
     """
-    from .masks import padding_mask
-
-    x = model.embed_norm(model.pos(model.embed(inputs)))
-    h = model.encoder(x, padding_mask(inputs, model.pad_id))  # (B, T, C)
     selected = labels != IGNORE_INDEX
-    return model.decoder(model.transform(h[selected])), labels[selected]
+    return model(inputs, select=selected), labels[selected]

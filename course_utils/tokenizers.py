@@ -1,4 +1,4 @@
-"""Character- and word-level tokenizers: text -> integer ids -> text.
+"""Character- and word-level tokenizers: text -> integer ids -> text, and the protocol WordPiece shares.
 
 A model only sees integers, so a tokenizer is a fixed, invertible table between pieces of text ("tokens") and
 ids. Both tokenizers here share five *special tokens* at the start of the vocabulary:
@@ -39,14 +39,20 @@ _WORD_RE = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+(?:'(?:(?![{_CJK}])\w)+)*|\
 _IS_CJK = re.compile(rf"[{_CJK}]")
 
 
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return value
+
+
 def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID,
               max_len: int | None = None) -> torch.Tensor:
-    """Stack sequences of ids into a ``(B, T)`` LongTensor, right-padded with ``pad_id``.
-
-    ``T`` is the longest sequence, or exactly ``max_len`` when given (longer sequences are cut at the end).
-    """
-    if max_len is not None and max_len < 0:
-        raise ValueError(f"max_len must be >= 0, got {max_len}")
+    """Stack sequences of ids into a ``(B, T)`` LongTensor right-padded with ``pad_id``; ``T`` is the longest
+    sequence, or exactly ``max_len`` when given (longer sequences are cut at the end)."""
+    if max_len is not None:
+        _check_int(max_len, "max_len", 0)
     rows = [torch.as_tensor(s, dtype=torch.long).reshape(-1) for s in seqs]
     width = max((len(r) for r in rows), default=0) if max_len is None else max_len
     out = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -56,13 +62,37 @@ def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID
     return out
 
 
-class Tokenizer:
-    """Shared machinery: the vocabulary table, special tokens, encode / decode / batching, save / load.
+def read_json_file(path: str | os.PathLike, what: str = "JSON file"):
+    """``json.load`` that names the file when it is not UTF-8 or not valid JSON (a truncated download, say)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: this {what} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: this {what} is not valid JSON ({err.msg}, line {err.lineno} column "
+                         f"{err.colno}): is the file complete?") from None
 
-    Subclasses define how text is cut into tokens (:meth:`tokenize`) and glued back (:meth:`_join`).
+
+class Tokenizer:
+    """The one protocol of the course's tokenizers (character, word and WordPiece), and its shared machinery.
+
+    * vocabulary: ``vocab_size``, ``itos`` / ``stoi``, ``token_to_id`` / ``id_to_token``, ``tokens_to_ids`` /
+      ``ids_to_tokens``; special ids ``pad_id``, ``unk_id``, ``mask_id``, ``special_ids`` (all of them), plus
+      ``bos_id`` / ``eos_id`` here and ``cls_id`` / ``sep_id`` in WordPiece;
+    * ``encode(text, *, max_len=None, <flags>) -> ids``: the flags add special tokens around the text
+      (``add_bos`` / ``add_eos`` here, ``add_special_tokens`` for WordPiece's [CLS] … [SEP]); ``max_len`` cuts
+      the text so that the result, special tokens included, has at most ``max_len`` ids;
+    * ``decode(ids, *, skip_special=True) -> text`` (integer ids of this vocabulary only);
+    * ``encode_batch(texts, *, max_len=None, pad_to=None, <flags>) -> (B, T)`` ids right-padded with ``pad_id``;
+      ``encode_batch_with_mask`` also returns the keep-mask ``(B, T)`` bool, True = real token.
+
+    Subclasses define how text is cut (:meth:`tokenize`), glued back (:meth:`_join`) and wrapped (:meth:`_wrap`).
     """
 
     pad_id, unk_id, bos_id, eos_id, mask_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID
+    special_ids = frozenset(range(len(SPECIAL_TOKENS)))
+    default_max_len: int | None = None  # encode's max_len when none is given (WordPiece: the model's length)
 
     def __init__(self, tokens: Iterable[str]):
         tokens = list(tokens)
@@ -81,9 +111,6 @@ class Tokenizer:
     def __len__(self) -> int:
         return len(self.itos)
 
-    def __contains__(self, token: str) -> bool:
-        return token in self.stoi
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size})"
 
@@ -93,6 +120,12 @@ class Tokenizer:
     def id_to_token(self, i: int) -> str:
         return self.itos[self._check_ids([i])[0]]
 
+    def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
+        return [self.token_to_id(t) for t in tokens]
+
+    def ids_to_tokens(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
+        return [self.itos[i] for i in self._check_ids(_one_sequence(ids))]
+
     # --- text <-> ids
     def tokenize(self, text: str) -> list[str]:
         raise NotImplementedError  # pragma: no cover - defined by every subclass
@@ -100,23 +133,28 @@ class Tokenizer:
     def _join(self, tokens: list[str]) -> str:
         raise NotImplementedError  # pragma: no cover - defined by every subclass
 
-    def encode(self, text: str, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        """``text`` -> list of ids; unknown tokens become ``<unk>`` (id 1)."""
+    def _wrap(self, add_bos: bool = False, add_eos: bool = False) -> tuple[list[int], list[int]]:
+        return [self.bos_id] * add_bos, [self.eos_id] * add_eos
+
+    def encode(self, text: str, *, max_len: int | None = None, **flags) -> list[int]:
+        """``text`` -> ids (unknown tokens: ``unk_id``), special tokens added by ``flags``, at most ``max_len``."""
         if not isinstance(text, str):
             raise TypeError(f"encode expects a str, got {type(text).__name__}: use encode_batch for a list")
-        ids = [self.stoi.get(t, self.unk_id) for t in self.tokenize(text)]
-        return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
+        head, tail = self._wrap(**flags)
+        ids = self.tokens_to_ids(self.tokenize(text))
+        max_len = self.default_max_len if max_len is None else max_len
+        if max_len is not None:
+            room = len(head) + len(tail)
+            if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < max(room, 1):
+                raise ValueError(f"max_len must be an int >= {max(room, 1)} (room for the special tokens), "
+                                 f"got {max_len!r}")
+            ids = ids[: max_len - room]
+        return head + ids + tail
 
-    def decode(self, ids: Iterable[int] | torch.Tensor, skip_special: bool = True) -> str:
-        """ids -> text. ``skip_special`` drops ``<pad> <bos> <eos> <mask>``; ``<unk>`` stays visible, because
-        it stands for a real piece of the text that the vocabulary could not represent."""
-        if isinstance(ids, torch.Tensor):
-            if ids.dim() > 1:
-                raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: "
-                                 "decode each row, e.g. [tok.decode(row) for row in batch]")
-            ids = ids.tolist()
-        ids = self._check_ids(list(ids))
-        hidden = {self.pad_id, self.bos_id, self.eos_id, self.mask_id} if skip_special else set()
+    def decode(self, ids: Iterable[int] | torch.Tensor, *, skip_special: bool = True) -> str:
+        """ids -> text. ``skip_special`` drops the special tokens but ``unk``: it stands for a real piece of text."""
+        ids = self._check_ids(_one_sequence(ids))
+        hidden = self.special_ids - {self.unk_id} if skip_special else set()
         return self._join([self.itos[i] for i in ids if i not in hidden])
 
     def _check_ids(self, ids: list) -> list[int]:
@@ -135,15 +173,28 @@ class Tokenizer:
             checked.append(j)
         return checked
 
-    def encode_batch(self, texts: Sequence[str], add_bos: bool = False, add_eos: bool = False,
-                     max_len: int | None = None) -> torch.Tensor:
-        """Encode several texts and pad them into one ``(B, T)`` LongTensor (see :func:`pad_batch`)."""
+    def encode_batch_with_mask(self, texts: Sequence[str], *, max_len: int | None = None,
+                               pad_to: int | None = None, **flags) -> tuple[torch.Tensor, torch.Tensor]:
+        """Encode several texts and right-pad them: ``(ids (B, T) long, keep (B, T) bool)``, keep True at the real
+        tokens. ``T`` is the longest encoded text, or ``pad_to`` (never shorter: cut with ``max_len``)."""
         if isinstance(texts, str):
-            raise TypeError("encode_batch expects a list of strings; for one string use encode(text)")
-        return pad_batch([self.encode(t, add_bos, add_eos) for t in texts], self.pad_id, max_len)
+            raise TypeError("encode_batch expects a list of texts; for one text use encode(text) or [text]")
+        rows = [self.encode(t, max_len=max_len, **flags) for t in texts]
+        width = max((len(r) for r in rows), default=0)
+        if pad_to is not None:
+            if _check_int(pad_to, "pad_to", 0) < width:
+                raise ValueError(f"pad_to={pad_to} is shorter than the longest encoded text ({width} tokens): "
+                                 f"pass max_len={pad_to} to truncate, or a larger pad_to")
+            width = pad_to
+        keep = torch.arange(width)[None, :] < torch.tensor([len(r) for r in rows], dtype=torch.long)[:, None]
+        return pad_batch(rows, self.pad_id, width), keep  # (B, T) ids, (B, T) True = real token
 
-    def pad_batch(self, seqs, max_len: int | None = None) -> torch.Tensor:
-        """:func:`pad_batch` with this tokenizer's ``<pad>`` id."""
+    def encode_batch(self, texts: Sequence[str], *, max_len: int | None = None, pad_to: int | None = None,
+                     **flags) -> torch.Tensor:
+        """Several texts as one ``(B, T)`` LongTensor right-padded with ``pad_id``: see encode_batch_with_mask."""
+        return self.encode_batch_with_mask(texts, max_len=max_len, pad_to=pad_to, **flags)[0]
+
+    def pad_batch(self, seqs, max_len: int | None = None) -> torch.Tensor:  # the function, with our pad id
         return pad_batch(seqs, self.pad_id, max_len)
 
     # --- persistence (a trained model is useless without the exact vocabulary it was trained with)
@@ -155,9 +206,12 @@ class Tokenizer:
 
     @staticmethod
     def from_dict(d: dict) -> Tokenizer:
-        kinds = {"CharTokenizer": CharTokenizer, "WordTokenizer": WordTokenizer}
-        if d.get("type") not in kinds:
-            raise ValueError(f"unknown tokenizer type {d.get('type')!r}: expected one of {sorted(kinds)}")
+        from .wordpiece import WordPieceTokenizer  # here: wordpiece imports this module
+        kinds = {"CharTokenizer": CharTokenizer, "WordTokenizer": WordTokenizer,
+                 "WordPieceTokenizer": WordPieceTokenizer}
+        if not isinstance(d, dict) or d.get("type") not in kinds:
+            raise ValueError(f"unknown tokenizer type {d.get('type') if isinstance(d, dict) else d!r}: "
+                             f"expected one of {sorted(kinds)}")
         config = {k: v for k, v in d.items() if k not in ("type", "tokens")}
         return kinds[d["type"]](d["tokens"], **config)
 
@@ -167,8 +221,20 @@ class Tokenizer:
 
     @staticmethod
     def load(path: str | os.PathLike) -> Tokenizer:
-        with open(path, encoding="utf-8") as f:
-            return Tokenizer.from_dict(json.load(f))
+        d = read_json_file(path, "tokenizer file")
+        try:
+            return Tokenizer.from_dict(d)
+        except (ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"{path}: not a tokenizer saved by Tokenizer.save ({err})") from None
+
+
+def _one_sequence(ids) -> list:
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() > 1:
+            raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: "
+                             "decode each row, e.g. [tok.decode(row) for row in batch]")
+        return ids.tolist()
+    return list(ids)  # a str gives characters, which _check_ids refuses
 
 
 class CharTokenizer(Tokenizer):

@@ -15,8 +15,8 @@ the id) and tokenize in two stages:
    and so on. If some rest matches nothing, the *whole* word becomes ``[UNK]``; a word longer than 100 characters
    too. ``unaffable`` → ``una ##ffa ##ble`` with MiniLM's vocabulary.
 
-Finally ``[CLS] … [SEP]`` go around the sequence, and a batch is right-padded with ``[PAD]`` (id 0) plus an
-attention mask (1 = real token, 0 = padding).
+Finally ``[CLS] … [SEP]`` go around the sequence, and a batch is right-padded with ``[PAD]`` (id 0);
+``encode_batch_with_mask`` also gives the course's keep-mask (True = real token, False = padding).
 
 The normalisation follows the Rust ``tokenizers`` library that ``transformers`` and ``sentence-transformers`` use
 (accents are stripped *before* lowercasing, and characters are lowercased one at a time); ``tests/test_pretrained.py``
@@ -25,14 +25,13 @@ checks the ids against it on varied text.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import torch
+from .tokenizers import Tokenizer, read_json_file
 
 CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -119,8 +118,11 @@ def split_punctuation(word: str) -> list[str]:
 
 def load_vocab(path: str | os.PathLike) -> list[str]:
     """The tokens of ``vocab.txt``, in id order (line n holds the token with id n)."""
-    with open(path, encoding="utf-8") as f:
-        tokens = [line.rstrip("\r\n") for line in f]
+    try:
+        with open(path, encoding="utf-8") as f:
+            tokens = [line.rstrip("\r\n") for line in f]
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: this vocab.txt is not UTF-8 text ({err.reason} at byte {err.start})") from None
     while tokens and tokens[-1] == "":          # a final newline is not an empty token
         tokens.pop()
     if not tokens:
@@ -128,34 +130,48 @@ def load_vocab(path: str | os.PathLike) -> list[str]:
     return tokens
 
 
-class WordPieceTokenizer:
-    """BERT tokenizer: ``tokenize`` (text → pieces), ``encode`` (→ ids with [CLS] … [SEP]), ``encode_batch``
-    (→ padded ``input_ids`` and ``attention_mask`` tensors) and ``decode`` (ids → text).
+class WordPieceTokenizer(Tokenizer):
+    """BERT tokenizer, with the course's tokenizer protocol (:class:`course_utils.tokenizers.Tokenizer`):
+    ``tokenize`` (text → pieces), ``encode`` (→ ids with [CLS] … [SEP]), ``encode_batch`` /
+    ``encode_batch_with_mask`` (→ padded ids and the keep-mask, True = real token) and ``decode`` (ids → text).
 
     >>> tok = WordPieceTokenizer.from_pretrained(folder)     # a folder with vocab.txt (+ tokenizer_config.json)
     >>> tok.tokenize("Transformers are unaffable!")
     ['transformers', 'are', 'una', '##ffa', '##ble', '!']
     """
 
+    bos_id = eos_id = None                          # BERT has [CLS] (cls_id) and [SEP] (sep_id) instead
+
     def __init__(self, vocab: Sequence[str], lowercase: bool = True, strip_accents: bool | None = None,
                  tokenize_chinese_chars: bool = True, max_input_chars_per_word: int = 100,
-                 model_max_length: int = 512):
+                 model_max_length: int = 512, clean_up_spaces: bool = True):
         if isinstance(vocab, (str, bytes)) or not isinstance(vocab, Sequence):
             raise TypeError("vocab must be a list of tokens in id order; to read a vocab.txt file use "
                             "WordPieceTokenizer.from_file(path)")
-        self.id_to_token_list = list(vocab)
-        self.vocab: dict[str, int] = {}
-        for i, token in enumerate(self.id_to_token_list):
-            self.vocab[token] = i                    # a duplicated line: the last id wins, as in transformers
-        missing = [t for t in SPECIAL_TOKENS if t not in self.vocab]
+        self.itos = list(vocab)
+        self.stoi: dict[str, int] = {}
+        for i, token in enumerate(self.itos):
+            self.stoi[token] = i                     # a duplicated line: the last id wins, as in transformers
+        missing = [t for t in SPECIAL_TOKENS if t not in self.stoi]
         if missing:
             raise ValueError(f"the vocabulary lacks the special token(s) {missing}: a BERT vocab.txt starts with "
                              "[PAD] and contains [UNK], [CLS], [SEP] and [MASK]")
         self.lowercase, self.strip_accents, self.tokenize_chinese_chars = lowercase, strip_accents, \
             tokenize_chinese_chars
         self.max_input_chars_per_word, self.model_max_length = max_input_chars_per_word, model_max_length
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab[t] for t in SPECIAL_TOKENS)
-        self.special_ids = {self.vocab[t] for t in SPECIAL_TOKENS}
+        self.clean_up_spaces = clean_up_spaces
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.stoi[t] for t in SPECIAL_TOKENS)
+        self.special_ids = frozenset(self.stoi[t] for t in SPECIAL_TOKENS)
+
+    @property
+    def default_max_len(self) -> int:              # encode cuts at the model's length unless told otherwise
+        return self.model_max_length
+
+    def _config(self) -> dict:                      # what Tokenizer.save stores besides the tokens
+        return {"lowercase": self.lowercase, "strip_accents": self.strip_accents,
+                "tokenize_chinese_chars": self.tokenize_chinese_chars,
+                "max_input_chars_per_word": self.max_input_chars_per_word,
+                "model_max_length": self.model_max_length, "clean_up_spaces": self.clean_up_spaces}
 
     # ------------------------------------------------------------------------------------------ construction
     @classmethod
@@ -173,7 +189,7 @@ class WordPieceTokenizer:
         options = {}
         config_path = folder / "tokenizer_config.json"
         if config_path.is_file():
-            config = json.loads(config_path.read_text(encoding="utf-8"))
+            config = read_json_file(config_path, "tokenizer configuration")
             if config.get("do_basic_tokenize", True) is False:
                 raise ValueError(f"{config_path}: do_basic_tokenize=false is not supported")
             options = {"lowercase": bool(config.get("do_lower_case", True)),
@@ -183,18 +199,11 @@ class WordPieceTokenizer:
                 options["model_max_length"] = config["model_max_length"]
         return cls.from_file(vocab_path, **options)
 
-    # ------------------------------------------------------------------------------------------ the two stages
-    @property
-    def vocab_size(self) -> int:
-        return len(self.id_to_token_list)
-
-    def __len__(self) -> int:
-        return self.vocab_size
-
     def __repr__(self) -> str:
         return (f"WordPieceTokenizer(vocab_size={self.vocab_size}, lowercase={self.lowercase}, "
                 f"model_max_length={self.model_max_length})")
 
+    # ------------------------------------------------------------------------------------------ the two stages
     def basic_tokenize(self, text: str) -> list[str]:
         """Stage 1: normalised words and punctuation, e.g. ``"Héllo, 世界!"`` → ``['hello', ',', '世', '界', '!']``."""
         if not isinstance(text, str):
@@ -211,7 +220,7 @@ class WordPieceTokenizer:
             end = len(word)
             while end > start:                         # the longest vocabulary entry that starts at `start`
                 piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in self.vocab:
+                if piece in self.stoi:
                     break
                 end -= 1
             else:                                      # nothing matched: the whole word is unknown
@@ -235,78 +244,16 @@ class WordPieceTokenizer:
     def _tokenize_plain(self, text: str) -> list[str]:
         return [piece for word in self.basic_tokenize(text) for piece in self.wordpiece(word)]
 
-    # ------------------------------------------------------------------------------------------ ids
-    def token_to_id(self, token: str) -> int:
-        return self.vocab.get(token, self.unk_id)
+    # ------------------------------------------------------------------------------------------ ids <-> text
+    def _wrap(self, add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
+        return ([self.cls_id], [self.sep_id]) if add_special_tokens else ([], [])
 
-    def id_to_token(self, i: int) -> str:
-        if not 0 <= int(i) < self.vocab_size:
-            raise ValueError(f"id {i} is outside the vocabulary [0, {self.vocab_size})")
-        return self.id_to_token_list[int(i)]
-
-    def convert_tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
-        return [self.token_to_id(t) for t in tokens]
-
-    def convert_ids_to_tokens(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
-        return [self.id_to_token(i) for i in _as_list(ids)]
-
-    def _max_len(self, max_len: int | None) -> int:
-        max_len = self.model_max_length if max_len is None else max_len
-        if not isinstance(max_len, int) or max_len < 2:
-            raise ValueError(f"max_len must be an int >= 2 (room for [CLS] and [SEP]), got {max_len!r}")
-        return max_len
-
-    def encode(self, text: str, max_len: int | None = None, add_special_tokens: bool = True) -> list[int]:
-        """``[CLS] pieces [SEP]`` as ids, cut to ``max_len`` tokens (default ``model_max_length``) by dropping
-        pieces from the end; [CLS] and [SEP] always stay."""
-        ids = self.convert_tokens_to_ids(self.tokenize(text))
-        if not add_special_tokens:
-            return ids if max_len is None else ids[: self._max_len(max_len)]
-        max_len = self._max_len(max_len)
-        return [self.cls_id, *ids[: max_len - 2], self.sep_id]
-
-    def encode_batch(self, texts: Sequence[str] | str, max_len: int | None = None,
-                     pad_to: int | None = None) -> dict[str, torch.Tensor]:
-        """Encode every text and right-pad with [PAD] to the longest (or to ``pad_to``).
-
-        Returns ``{"input_ids": (B, T) long, "attention_mask": (B, T) long (1 = token, 0 = padding),
-        "token_type_ids": (B, T) zeros (one segment)}``.
-        """
-        if isinstance(texts, str):
-            raise TypeError("encode_batch expects a list of texts; for one text use encode_batch([text])")
-        rows = [self.encode(t, max_len) for t in texts]
-        width = max((len(r) for r in rows), default=0)
-        if pad_to is not None:
-            if pad_to < width:
-                raise ValueError(f"pad_to={pad_to} is shorter than the longest encoded text ({width} tokens): "
-                                 f"pass max_len={pad_to} to truncate, or a larger pad_to")
-            width = pad_to
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-            mask[i, : len(row)] = 1
-        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
-
-    __call__ = encode_batch
-
-    def decode(self, ids: Iterable[int] | torch.Tensor, skip_special_tokens: bool = True,
-               clean_up_spaces: bool = True) -> str:
-        """Ids → text: join the pieces with spaces, glue ``##`` pieces to the previous one, and (optionally) remove
+    def _join(self, tokens: list[str]) -> str:
+        """Join the pieces with spaces, glue ``##`` pieces to the previous one and (``clean_up_spaces``) remove
         the space before punctuation such as ``. , ! ?``. Lowercasing and stripped accents cannot be undone."""
-        tokens = [self.id_to_token(i) for i in _as_list(ids)
-                  if not (skip_special_tokens and int(i) in self.special_ids)]
         text = " ".join(tokens).replace(" ##", "").strip()
-        if clean_up_spaces:
+        if self.clean_up_spaces:
             for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
                                   (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
                 text = text.replace(before, after)
         return text
-
-
-def _as_list(ids) -> list[int]:
-    if isinstance(ids, torch.Tensor):
-        if ids.dim() > 1:
-            raise ValueError(f"decode one sequence at a time: got ids of shape {tuple(ids.shape)}")
-        return [int(i) for i in ids.tolist()]
-    return [int(i) for i in ids]

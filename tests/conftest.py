@@ -1,8 +1,12 @@
-"""Shared pytest fixtures: the ``device`` parametrization and the hypothesis profiles."""
+"""Shared pytest plumbing: the ``device`` parametrization, the ``english`` fixture, the hypothesis profiles, and
+the rule that tests of the notebook layer are skipped (with the reason) when the ``lab`` extra is not installed."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -31,3 +35,54 @@ def _devices() -> list[str]:
 def device(request) -> str:
     """Run the test once per available device: ``"cpu"``, plus ``"cuda"`` when a GPU is visible."""
     return request.param
+
+
+@pytest.fixture
+def english():
+    """Lesson tests read English messages: ``pytestmark = pytest.mark.usefixtures("english")`` in their module.
+    The language goes back to "follow the environment" afterwards."""
+    from course_lab import i18n
+
+    i18n.set_language("en")
+    yield
+    i18n.set_language(None)
+
+
+# ------------------------------------------------------------------------------------------------ the lab extra
+# `pip install -e .[dev]` gives the library's tests; the notebook layer (course_lab: plots, widgets, lessons) needs
+# the `lab` extra. A test module that imports course_lab, matplotlib or ipywidgets is then reported as skipped,
+# with the command that installs what is missing, instead of failing to collect.
+LAB_MISSING = [m for m in ("matplotlib", "ipywidgets") if importlib.util.find_spec(m) is None]
+_LAB_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:course_lab|matplotlib|ipywidgets)\b"
+                         r"|import_module\(f?[\"']course_lab", re.MULTILINE)
+
+
+# Lesson 10 also needs the `lessons` extra (number words, Chinese numerals): so does a test of every lesson.
+LESSONS_MISSING = [m for m in ("num2words", "cn2an") if importlib.util.find_spec(m) is None]
+_LESSONS_IMPORT = re.compile(r"l10_seq2seq|course_lab\.lessons\.\{")
+
+
+def missing_extra(path: Path) -> str | None:
+    """The `pip install` hint for a test module whose extra is not installed, else None."""
+    text = path.read_text(encoding="utf-8")
+    if LAB_MISSING and _LAB_IMPORT.search(text):
+        return f"needs the lab extra ({', '.join(LAB_MISSING)} missing): pip install -e '.[lab]'"
+    if LESSONS_MISSING and _LESSONS_IMPORT.search(text):
+        return f"needs the lessons extra ({', '.join(LESSONS_MISSING)} missing): pip install -e '.[lessons]'"
+    return None
+
+
+class _NeedsExtra(pytest.File):
+    reason = ""
+
+    def collect(self):
+        pytest.skip(self.reason)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    reason = missing_extra(Path(module_path))
+    if reason is None:
+        return None
+    module = _NeedsExtra.from_parent(parent, path=Path(module_path))
+    module.reason = reason
+    return module

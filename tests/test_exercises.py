@@ -21,12 +21,7 @@ import course_lab.lessons as lessons_pkg
 from course_lab import exercises as ex
 from course_lab import i18n
 
-
-@pytest.fixture(autouse=True)
-def _english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 def not_started(*args, **kwargs):

@@ -19,11 +19,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "notebooks" / "source" / "00_welc
 CJK = re.compile("[\u4e00-\u9fff]")
 
 
-@pytest.fixture(autouse=True)
-def _english_by_default():
-    set_language("en")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 def _map_rows(language: str) -> list[list[str]]:

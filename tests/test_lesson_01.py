@@ -6,17 +6,12 @@ import math
 import re
 
 import pytest
+import references
 import torch
 
-from course_lab.i18n import set_language
 from course_lab.lessons import l01_tokens as l01
 
-
-@pytest.fixture(autouse=True)
-def _english_by_default():
-    set_language("en")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 def _raises(*_):
@@ -70,7 +65,7 @@ def test_norm_widget_in_chinese():
 
 
 def test_check_one_hot_lookup():
-    assert l01.check_one_hot_lookup(l01.one_hot_lookup_reference)
+    assert l01.check_one_hot_lookup(references.one_hot_lookup)
     assert not l01.check_one_hot_lookup(lambda ids, E: E[ids] * 2)
     assert not l01.check_one_hot_lookup(lambda ids, E: E[ids].tolist())
     assert not l01.check_one_hot_lookup(lambda ids, E: torch.nn.functional.one_hot(ids) @ E)  # int @ float
@@ -78,7 +73,7 @@ def test_check_one_hot_lookup():
 
 
 def test_check_input_vectors(capsys):
-    assert l01.check_input_vectors(l01.input_vectors_reference)
+    assert l01.check_input_vectors(references.input_vectors)
     from course_utils import sinusoidal_encoding
     assert not l01.check_input_vectors(lambda ids, E: E[ids] + sinusoidal_encoding(ids.shape[1], E.shape[1]))
     assert "values differ" in capsys.readouterr().out
@@ -87,9 +82,9 @@ def test_check_input_vectors(capsys):
 
 
 def test_check_balanced_std():
-    assert l01.check_balanced_std(l01.balanced_std_reference)
+    assert l01.check_balanced_std(references.balanced_std)
     assert not l01.check_balanced_std(lambda d: d ** -0.5)          # the paper's std: ratio √2, not 1
     assert not l01.check_balanced_std(lambda d: "small")
     assert not l01.check_balanced_std(_raises)
-    data = l01.norm_comparison(64, l01.balanced_std_reference(64), vocab_size=4000)
+    data = l01.norm_comparison(64, references.balanced_std(64), vocab_size=4000)
     assert abs(data["ratio"] - 1) < 0.03                             # the answer really balances the norms

@@ -6,18 +6,13 @@ import math
 
 import numpy as np
 import pytest
+import references
 import torch
 
-from course_lab.i18n import set_language
 from course_lab.lessons import l02_positional as l02
 from course_utils import sinusoidal_encoding
 
-
-@pytest.fixture(autouse=True)
-def _english_by_default():
-    set_language("en")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 def _raises(*_):
@@ -105,20 +100,20 @@ def test_explorer_rejects_impossible_settings_in_chinese():
 
 
 def test_check_wavelengths():
-    assert l02.check_wavelengths(l02.wavelengths_reference)
+    assert l02.check_wavelengths(references.wavelengths)
     assert not l02.check_wavelengths(lambda d: 1 / l02.inv_freq_exp(d, torch.float64))         # forgot 2π
     assert not l02.check_wavelengths(lambda d: 2 * math.pi * 10000 ** (torch.arange(d // 2) / d))  # i, not 2i
     assert not l02.check_wavelengths(_raises)
 
 
 def test_check_shift_back():
-    assert l02.check_shift_back(l02.shift_back_reference)
+    assert l02.check_shift_back(references.shift_back)
     assert not l02.check_shift_back(lambda row, k: l02.shift_matrix(k, row.shape[-1]) @ row)   # went forward
     assert not l02.check_shift_back(_raises)
 
 
 def test_check_pe_dot():
-    assert l02.check_pe_dot(l02.pe_dot_reference)
+    assert l02.check_pe_dot(references.pe_dot)
     assert not l02.check_pe_dot(lambda k, d: torch.sin(k * l02.inv_freq_exp(d, torch.float64)).sum().item())
     assert not l02.check_pe_dot(lambda k, d: "about 30")
     assert not l02.check_pe_dot(_raises)

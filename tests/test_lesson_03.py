@@ -11,12 +11,7 @@ import torch
 from course_lab import i18n
 from course_lab.lessons import l03_attention as l03
 
-
-@pytest.fixture(autouse=True)
-def _english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 # --- reference solutions and wrong answers of the exercises -------------------------------------------

@@ -16,11 +16,7 @@ from course_utils.masks import causal_mask, padding_mask, to_torch_attn_mask, to
 matplotlib.use("Agg")
 
 
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 # --- parameter counts ---------------------------------------------------------------------------------------

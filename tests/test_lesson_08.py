@@ -16,11 +16,7 @@ from course_lab.lessons import l08_output_loss as l08
 matplotlib.use("Agg")
 
 
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 # --- helpers and figures ------------------------------------------------------------------------------------

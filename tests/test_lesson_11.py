@@ -18,11 +18,7 @@ matplotlib.use("Agg")
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nJULIET:\nAy me!\n"
 
 
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import pytest
+import references
 import torch
 
 from course_lab import i18n
@@ -19,11 +20,7 @@ SENTENCES = ["To be, or not to be, that is the question", "What light through yo
              "First Citizen:\nBefore we proceed", "My lord, I will go with you."]
 
 
-@pytest.fixture(autouse=True)
-def english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +226,7 @@ def _wrong_split(ids, mask_id, vocab_size, special_ids, p, generator):
 ])
 def test_check_bert_masking(capsys, wrong, message):
     assert l12.check_bert_masking(_solution_masking) is True
-    assert l12.check_bert_masking(l12.reference_bert_masking) is True
+    assert l12.check_bert_masking(references.bert_masking) is True
     assert "✓" in capsys.readouterr().out
     assert l12.check_bert_masking(wrong) is False
     assert message in capsys.readouterr().out

@@ -10,12 +10,14 @@ import warnings
 
 import numpy as np
 import pytest
+import references
 import torch
 import torch.nn.functional as F
 
 from course_lab import i18n
 from course_lab.lessons import l13_pretrained as l13
-from course_utils.pretrained import BertConfig, SentenceEncoder, key_mapping, load_bert_weights, mean_pool
+from course_utils.pooling import masked_mean
+from course_utils.pretrained import BertConfig, SentenceEncoder, key_mapping, load_bert_weights
 from course_utils.wordpiece import WordPieceTokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "is", "playing", "guitar", ".", "the", "movie",
@@ -23,11 +25,7 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "man", "is", "playin
          "部", "电", "影", "很", "精", "彩", "。", "loved", "did", "not", "love"]
 
 
-@pytest.fixture(autouse=True)
-def _english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +41,16 @@ def tiny():
 
 def test_wordpiece_steps(tiny, capsys):
     _, tok = tiny
-    steps = l13.wordpiece_steps("unaffable", tok.vocab)
+    steps = l13.wordpiece_steps("unaffable", tok.stoi)
     assert [s["piece"] for s in steps] == ["una", "##ffa", "##ble"]
     assert [s["start"] for s in steps] == [0, 3, 6]
     assert steps[0]["tried"] == len("unaffable") - 2              # 'unaffable' … 'unaf' fail, 'una' matches
-    assert l13.wordpiece_steps("unx", tok.vocab)[-1]["piece"] == "[UNK]"
+    assert l13.wordpiece_steps("unx", tok.stoi)[-1]["piece"] == "[UNK]"
     l13.print_wordpiece_steps("unx", tok)
     assert "[UNK]" in capsys.readouterr().out
     l13.print_tokens(tok, ["a man"])
     assert "[CLS] a man [SEP]" in capsys.readouterr().out
-    assert l13.reference_wordpiece("playing", {"play", "##ing", "p"}) == ["play", "##ing"]
+    assert references.wordpiece("playing", {"play", "##ing", "p"}) == ["play", "##ing"]
 
 
 def test_reference_files():
@@ -104,9 +102,9 @@ def test_probe_helpers_and_plot(tiny):
     g = torch.Generator().manual_seed(0)
     y = torch.randint(0, 2, (200,), generator=g)
     x = torch.randn(200, 8, generator=g) + 2.0 * F.one_hot(y, 8).float()      # separable along two axes
-    predict = l13.fit_logistic_regression(x[:150], y[:150])
+    predict = references.fit_logistic_regression(x[:150], y[:150])
     assert (predict(x[150:]) == y[150:]).float().mean() > 0.9
-    accs = l13.probe_curve(x[:150], y[:150], x[150:], y[150:], [4, 150])
+    accs = l13.probe_curve(x[:150], y[:150], x[150:], y[150:], [4, 150], references.fit_logistic_regression)
     assert len(accs) == 2 and accs[1] > 0.9
     b_train, b_dev = l13.bag_of_words(tok, ["a man is playing", "the film"], ["a film", "not seen words"])
     assert b_train.shape == (2, 6) and b_dev.shape == (2, 6)
@@ -161,7 +159,7 @@ def test_similarity_widget_callbacks(tiny):
 # --- exercise checks ------------------------------------------------------------------------------------------
 
 def good_mean_pool(hidden, mask):
-    return mean_pool(hidden, mask)
+    return masked_mean(hidden, mask)
 
 
 def pads_too(hidden, mask):
@@ -181,7 +179,7 @@ def transposed_cosine(a, b):
 
 
 def good_wordpiece(word, vocab):
-    return l13.reference_wordpiece(word, vocab)
+    return references.wordpiece(word, vocab)
 
 
 def shortest_first(word, vocab):

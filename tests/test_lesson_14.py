@@ -16,15 +16,9 @@ from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 import course_utils as cu
-from course_lab import i18n
 from course_lab.lessons import l14_fast as l14
 
-
-@pytest.fixture(autouse=True)
-def _english():
-    i18n.set_language("en")
-    yield
-    i18n.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
 @pytest.mark.parametrize("batch, seq_len, d_model, heads", [(1, 16, 32, 4), (2, 100, 64, 8), (3, 7, 24, 3)])

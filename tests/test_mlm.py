@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from course_utils.mlm import IGNORE_INDEX, mask_tokens, masked_accuracy, mlm_loss, unigram_baseline
+from course_utils.mlm import IGNORE_INDEX, mask_tokens, masked_accuracy, masked_logits, mlm_loss, unigram_baseline
 
 V, PAD, UNK, BOS, EOS, MASK = 50, 0, 1, 2, 3, 4
 SPECIAL = (PAD, UNK, BOS, EOS, MASK)
@@ -184,3 +184,22 @@ def test_masked_lm_embeddings_start_at_the_same_scale():
     with torch.no_grad():
         a, b = model(ids), model(other)
     assert (a[0, 3] - b[0, 3]).abs().max() > 0.05                   # the token itself visibly matters
+
+
+def test_masked_logits_are_the_model_at_the_selected_positions():
+    """One MLM forward: mlm.masked_logits is MaskedLM.forward(select=...), equal to the full logits indexed."""
+    from course_utils.models import MaskedLM
+
+    torch.manual_seed(0)
+    model = MaskedLM(40, d_model=16, n_heads=2, n_layers=1, max_len=16).eval()
+    ids = torch.randint(5, 40, (3, 10))
+    ids[2, 6:] = 0                                                   # padding
+    inputs, labels = mask_tokens(ids, 40, 4, SPECIAL, p=0.4, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        logits, targets = masked_logits(model, inputs, labels)
+        full = model(inputs)
+    keep = labels != IGNORE_INDEX
+    assert logits.shape == (int(keep.sum()), 40) and torch.equal(targets, labels[keep])
+    torch.testing.assert_close(logits, full[keep], atol=1e-6, rtol=1e-6)
+    with pytest.raises(TypeError, match="bool keep-mask"):
+        model(inputs, select=keep.float())

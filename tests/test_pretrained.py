@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from course_utils import pretrained
+from course_utils.pooling import masked_mean
 from course_utils.pretrained import (
     BertConfig,
     BertEncoder,
@@ -27,7 +28,6 @@ from course_utils.pretrained import (
     key_mapping,
     load_bert_weights,
     load_minilm,
-    mean_pool,
 )
 from course_utils.wordpiece import WordPieceTokenizer, normalize, split_punctuation, strip_accents
 
@@ -86,20 +86,27 @@ def test_greedy_longest_match_and_unk(toy):
 def test_encode_batch_decode(toy):
     assert toy.encode("the cat") == [2, 5, 6, 3]
     assert toy.encode("the cat sat . !", max_len=4) == [2, 5, 6, 3]   # truncation keeps [CLS] and [SEP]
-    batch = toy.encode_batch(["the cat", "the cat sat ."])
-    assert batch["input_ids"].tolist() == [[2, 5, 6, 3, 0, 0], [2, 5, 6, 7, 18, 3]]
-    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1, 0, 0], [1] * 6]
-    assert batch["token_type_ids"].abs().sum() == 0
-    assert toy.encode_batch(["the"], pad_to=5)["input_ids"].shape == (1, 5)
+    ids, keep = toy.encode_batch_with_mask(["the cat", "the cat sat ."])
+    assert ids.tolist() == [[2, 5, 6, 3, 0, 0], [2, 5, 6, 7, 18, 3]]
+    assert keep.dtype == torch.bool and keep.tolist() == [[True] * 4 + [False] * 2, [True] * 6]
+    # a [PAD] written in the text is a token (as in transformers): the keep-mask still counts it as real
+    ids, keep = toy.encode_batch_with_mask(["the [PAD] cat", "the"])
+    assert ids[0].tolist() == [2, 5, 0, 6, 3] and keep[0].all() and keep[1].sum() == 3
+    assert toy.encode_batch(["the"], pad_to=5).shape == (1, 5)
     with pytest.raises(ValueError, match="pad_to=2 is shorter"):
         toy.encode_batch(["the cat"], pad_to=2)
     with pytest.raises(TypeError, match="list of texts"):
         toy.encode_batch("the cat")
     with pytest.raises(ValueError, match="max_len must be an int >= 2"):
         toy.encode("the", max_len=1)
+    assert toy.encode("the cat", add_special_tokens=False, max_len=1) == [5]
     assert toy.decode(toy.encode("unaffable cat sat.")) == "unaffable cat sat."
-    assert toy.decode(toy.encode("the cat"), skip_special_tokens=False) == "[CLS] the cat [SEP]"
+    assert toy.decode(toy.encode("the cat"), skip_special=False) == "[CLS] the cat [SEP]"
     assert toy.decode(torch.tensor([5, 6])) == "the cat"
+    assert toy.decode([5, 1, 6]) == "the [UNK] cat"                     # [UNK] stands for real text: kept
+    for bad in ([5.0, 6.0], ["5"], "56", [True]):                       # not silently int()-ed
+        with pytest.raises(TypeError, match="token ids must be integers"):
+            toy.decode(bad)
 
 
 def test_tokenizer_errors():
@@ -184,13 +191,20 @@ def test_padding_and_order_do_not_change_embeddings(toy):
     torch.testing.assert_close(together.norm(dim=-1), torch.ones(3))
     hidden = torch.randn(2, 4, 3)
     mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
-    torch.testing.assert_close(mean_pool(hidden, mask), torch.stack([hidden[0, :2].mean(0), hidden[1].mean(0)]))
-    with pytest.raises(ValueError, match="attention_mask has shape"):
-        mean_pool(hidden, mask[:, :3])
+    torch.testing.assert_close(masked_mean(hidden, mask), torch.stack([hidden[0, :2].mean(0), hidden[1].mean(0)]))
+    with pytest.raises(ValueError, match="keep has shape"):
+        masked_mean(hidden, mask[:, :3])
     with pytest.raises(ValueError, match="positions"):
         model.bert(torch.zeros(1, 25, dtype=torch.long))
-    logits = SentenceClassifier(model, n_classes=3)(toy.encode_batch(texts)["input_ids"])
+    ids, keep = toy.encode_batch_with_mask(texts)
+    clf = SentenceClassifier(model, n_classes=3).eval()
+    logits = clf(ids, keep)
     assert logits.shape == (3, 3)
+    torch.testing.assert_close(clf(ids), logits)                # no mask: [PAD] ids are the padding
+    torch.testing.assert_close(clf(ids, keep.long()), logits)   # transformers' 1/0 integers mean the same
+    torch.testing.assert_close(model(ids), model(ids, keep))
+    with pytest.raises(TypeError, match=r"bool keep-mask.*\.bool\(\)"):
+        model.bert(ids, keep.float())                           # 0/-inf additive masks would read inverted
 
 
 @pytest.mark.slow
@@ -269,6 +283,16 @@ def test_find_and_load_from_a_folder(tmp_path, monkeypatch):
     shutil.copy(folder / "config.json", partial / "config.json")
     with pytest.raises(PretrainedNotFoundError, match=r"lacks \['model.safetensors', 'vocab.txt'\]"):
         load_minilm(partial)
+
+
+@needs_minilm
+def test_load_minilm_with_default_arguments():
+    """The one-liner lesson 13 advertises: no path, no device (the device comes from train.pick_device)."""
+    from course_utils.train import pick_device
+
+    model, tok = load_minilm()
+    assert model.device.type == pick_device().type and not model.training
+    assert tok.vocab_size == model.bert.config.vocab_size == 30522
 
 
 def test_missing_package_says_how_to_install(monkeypatch):

@@ -17,6 +17,7 @@ from course_utils.tokenizers import (
     Tokenizer,
     WordTokenizer,
     pad_batch,
+    read_json_file,
 )
 
 # printable ASCII, a few accented letters, Chinese characters, whitespace of several kinds
@@ -148,6 +149,8 @@ def test_pad_batch_shapes_values_and_truncation():
     assert pad_batch([]).shape == (0, 0)
     with pytest.raises(ValueError, match="max_len"):
         pad_batch([[1]], max_len=-1)
+    with pytest.raises(TypeError, match="max_len must be an int, got 1.5"):  # not silently cut to 1
+        pad_batch([[1, 2]], max_len=1.5)
 
 
 def test_encode_batch_pads_with_pad_id():
@@ -156,7 +159,7 @@ def test_encode_batch_pads_with_pad_id():
     assert batch.shape == (2, 4)
     assert batch.tolist() == [[5, 6, 7, EOS_ID], [5, EOS_ID, PAD_ID, PAD_ID]]
     assert [tok.decode(row) for row in batch] == ["abc", "a"]
-    with pytest.raises(TypeError, match="list of strings"):
+    with pytest.raises(TypeError, match="list of texts"):
         tok.encode_batch("abc")
 
 
@@ -170,3 +173,73 @@ def test_save_and_load_round_trip(tmp_path):
     assert Tokenizer.load(tmp_path / "tok.json").lowercase is False
     with pytest.raises(ValueError, match="unknown tokenizer type"):
         Tokenizer.from_dict({"type": "Bpe", "tokens": []})
+
+
+# --------------------------------------------------------------------------------------------- one protocol
+TOY_WORDPIECE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "."]
+
+
+def _three_tokenizers():
+    from course_utils.wordpiece import WordPieceTokenizer
+
+    return (CharTokenizer.from_text("the cat sat."), WordTokenizer.from_texts(["the cat sat ."]),
+            WordPieceTokenizer(TOY_WORDPIECE))
+
+
+@pytest.mark.parametrize("tok", _three_tokenizers(), ids=["char", "word", "wordpiece"])
+def test_every_tokenizer_follows_one_protocol(tok):
+    """Same names, same arguments, same return types for the character, word and WordPiece tokenizers."""
+    assert isinstance(tok, Tokenizer)
+    assert tok.vocab_size == len(tok) == len(tok.itos) == len(set(tok.stoi.values()))
+    assert {tok.pad_id, tok.unk_id, tok.mask_id} <= set(tok.special_ids)
+    assert tok.tokens_to_ids(tok.ids_to_tokens([tok.pad_id, tok.mask_id])) == [tok.pad_id, tok.mask_id]
+    plain = tok.encode("the cat")
+    assert all(isinstance(i, int) for i in plain) and tok.decode(plain) == "the cat"
+    cut = tok.encode("the cat sat.", max_len=3)
+    assert len(cut) == 3
+    ids, keep = tok.encode_batch_with_mask(["the cat sat.", "the"], pad_to=20)
+    assert ids.dtype == torch.long and keep.dtype == torch.bool and ids.shape == keep.shape == (2, 20)
+    assert torch.equal(ids, tok.encode_batch(["the cat sat.", "the"], pad_to=20))
+    assert torch.equal(ids[~keep], torch.full_like(ids[~keep], tok.pad_id))          # padding is pad_id ...
+    assert keep.sum(1).tolist() == [len(tok.encode("the cat sat.")), len(tok.encode("the"))]  # ... and only it
+    assert tok.decode(ids[1]) == "the" and tok.decode(ids[1], skip_special=False) != "the"
+    assert torch.equal(tok.pad_batch([tok.encode("the"), tok.encode("")]), tok.encode_batch(["the", ""]))
+    # ids are integers of the vocabulary: floats, strings and out-of-range ids are refused with the reason
+    for bad, error in (([1.0], TypeError), (["5"], TypeError), ("55", TypeError), ([True], TypeError),
+                       ([tok.vocab_size], ValueError), (torch.tensor([[1, 2]]), ValueError)):
+        with pytest.raises(error):
+            tok.decode(bad)
+    with pytest.raises(ValueError, match="max_len must be an int"):
+        tok.encode("the", max_len=0)
+    with pytest.raises(ValueError, match="pad_to=1 is shorter"):
+        tok.encode_batch(["the cat"], pad_to=1)
+
+
+@pytest.mark.parametrize("tok", _three_tokenizers(), ids=["char", "word", "wordpiece"])
+def test_every_tokenizer_saves_and_loads(tok, tmp_path):
+    tok.save(tmp_path / "tok.json")
+    again = Tokenizer.load(tmp_path / "tok.json")
+    assert type(again) is type(tok) and again.itos == tok.itos
+    assert again.encode("the cat sat.") == tok.encode("the cat sat.")
+
+
+def test_loaders_name_the_file_they_cannot_read(tmp_path):
+    from course_utils.wordpiece import WordPieceTokenizer, load_vocab
+
+    truncated = tmp_path / "tok.json"
+    truncated.write_text('{"type": "CharTokenizer", "tok', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tok\.json: this tokenizer file is not valid JSON"):
+        Tokenizer.load(truncated)
+    latin1 = tmp_path / "vocab.txt"
+    latin1.write_bytes("[PAD]\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"vocab\.txt: this vocab.txt is not UTF-8"):
+        load_vocab(latin1)
+    (tmp_path / "tokenizer_config.json").write_bytes(b"\xff\xfe{")
+    latin1.write_text("\n".join(TOY_WORDPIECE), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer_config\.json: this tokenizer configuration is not UTF-8"):
+        WordPieceTokenizer.from_pretrained(tmp_path)
+    not_a_tokenizer = tmp_path / "list.json"
+    not_a_tokenizer.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"list\.json: not a tokenizer saved by Tokenizer.save"):
+        Tokenizer.load(not_a_tokenizer)
+    assert read_json_file(not_a_tokenizer) == [1, 2]

@@ -1,7 +1,9 @@
 """Every lesson widget survives its controls' extremes: a finite figure or a clear message, never a crash or NaN.
 
 Builders are discovered in ``course_lab.lessons`` (functions named ``build_*`` that return an object with
-``controls``), so a new lesson's widget is covered without editing this file.
+``controls``), so a new lesson's widget is covered without editing this file. A builder that needs arguments (a
+model, a tokenizer) gets them from ``ARGUMENTS`` below, built tiny and untrained; a builder that needs arguments and
+has no entry there fails ``test_every_builder_is_covered`` instead of being skipped.
 """
 
 import importlib
@@ -11,30 +13,100 @@ import pkgutil
 
 import numpy as np
 import pytest
+import torch
 
-import course_lab.lessons as lessons_pkg
+pytest.importorskip("ipywidgets", reason="the widgets need the lab extra: pip install -e .[lab]")
+pytest.importorskip("matplotlib", reason="the widgets need the lab extra: pip install -e .[lab]")
+
+import course_lab.lessons as lessons_pkg  # noqa: E402  (after the skip: it needs the lab extra)
+
+TEXT = "To be, or not to be, that is the question: ROMEO! Ay me.\n"
 
 
-def _builders():
-    found = []
+def _translation():
+    from course_lab.lessons import l10_seq2seq as l10
+    from course_utils.models import Transformer
+
+    src_tok, tgt_tok = l10.make_tokenizers()
+    torch.manual_seed(0)
+    model = Transformer(src_tok.vocab_size, tgt_tok.vocab_size, d_model=16, n_heads=2, n_encoder_layers=1,
+                        n_decoder_layers=1, d_ff=32, dropout=0.0, max_len=32).eval()
+    return (model, src_tok, tgt_tok), {"max_len": 8}
+
+
+def _sampling():
+    from course_utils.models import GPT
+    from course_utils.tokenizers import CharTokenizer
+
+    tok = CharTokenizer.from_text(TEXT)
+    torch.manual_seed(0)
+    return (GPT(tok.vocab_size, max_len=48, n_layers=1, n_heads=2, d_model=16, dropout=0.0).eval(), tok), \
+        {"n_new": 5}
+
+
+def _fill_mask():
+    from course_utils.models import MaskedLM
+    from course_utils.tokenizers import CharTokenizer
+
+    tok = CharTokenizer.from_text(TEXT)
+    torch.manual_seed(0)
+    model = MaskedLM(tok.vocab_size, d_model=16, n_heads=2, n_layers=1, dropout=0.0, max_len=64).eval()
+    return (model, tok, [TEXT.strip(), "ROMEO! Ay me."]), {}
+
+
+def _similarity():
+    from course_utils.pretrained import BertConfig, SentenceEncoder
+    from course_utils.wordpiece import WordPieceTokenizer
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "wonderful", "i", "enjoyed",
+             "this", "film", "."]
+    tok = WordPieceTokenizer(vocab)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    return (SentenceEncoder(config, tok).eval(), tok), {}
+
+
+# "module.builder" -> () -> (args, kwargs): tiny untrained models, enough for the widgets' logic.
+ARGUMENTS = {
+    "l10_seq2seq.build_translation_widget": _translation,
+    "l11_gpt.build_sampling_widget": _sampling,
+    "l12_masked_lm.build_fill_mask_widget": _fill_mask,
+    "l13_pretrained.build_similarity_widget": _similarity,
+}
+
+
+def _needs_arguments(fn) -> bool:
+    return any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in inspect.signature(fn).parameters.values())
+
+
+def _discover():
+    """``{"module.build_x": fn}`` for every widget builder of every lesson module."""
+    found = {}
     for info in pkgutil.iter_modules(lessons_pkg.__path__):
         module = importlib.import_module(f"course_lab.lessons.{info.name}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             own = fn.__module__ == module.__name__ or fn.__module__.startswith(module.__name__ + ".")
-            if not own or not name.startswith("build_"):
-                continue
-            params = inspect.signature(fn).parameters.values()
-            if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                   for p in params) and ("widget" in name or "explorer" in name):
-                found.append(pytest.param(fn, id=f"{info.name}.{name}"))
+            if own and name.startswith("build_") and ("widget" in name or "explorer" in name):
+                found[f"{info.name}.{name}"] = fn
     return found
 
 
-BUILDERS = _builders()
+DISCOVERED = _discover()
+BUILDERS = [pytest.param(fn, ARGUMENTS.get(key), id=key) for key, fn in DISCOVERED.items()]
 
 
 def test_there_are_widgets_to_check():
-    assert len(BUILDERS) >= 9, [p.id for p in BUILDERS]
+    assert len(BUILDERS) >= 13, sorted(DISCOVERED)
+
+
+def test_every_builder_is_covered():
+    """No silent skip: a builder that needs arguments must have an entry in ARGUMENTS, and every entry must
+    name a builder that exists and needs them."""
+    needing = {key for key, fn in DISCOVERED.items() if _needs_arguments(fn)}
+    assert needing == set(ARGUMENTS), (f"add to ARGUMENTS: {sorted(needing - set(ARGUMENTS))}; "
+                                       f"remove: {sorted(set(ARGUMENTS) - needing)}")
 
 
 def _numbers(fig):
@@ -79,11 +151,12 @@ def _extremes(control):
     return []
 
 
-@pytest.mark.parametrize("build", BUILDERS)
-def test_widget_controls_at_their_extremes(build):
+@pytest.mark.parametrize(("build", "arguments"), BUILDERS)
+def test_widget_controls_at_their_extremes(build, arguments):
     import matplotlib.pyplot as plt
 
-    w = build()
+    args, kwargs = arguments() if arguments is not None else ((), {})
+    w = build(*args, **kwargs)
     controls = getattr(w, "controls", None)
     assert controls, f"{build.__name__} returned no controls"
     items = controls.items() if isinstance(controls, dict) else enumerate(controls)

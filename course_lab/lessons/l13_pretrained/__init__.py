@@ -17,10 +17,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course_utils.pretrained import mean_pool
+from course_utils.interop import copy_to_torch
+from course_utils.modes import evaluating
+from course_utils.pooling import masked_mean
 from course_utils.wordpiece import UNK
 
 from ... import i18n, viz
+from .checks import check_cosine_matrix as check_cosine_matrix
+from .checks import check_mean_pool as check_mean_pool
+from .checks import check_wordpiece as check_wordpiece
 
 FIXTURE_DIR = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "minilm"
 
@@ -69,7 +74,7 @@ def wordpiece_steps(word: str, vocab) -> list[dict]:
 def print_wordpiece_steps(word: str, tokenizer, lang=None) -> list[dict]:
     """Print the search of :func:`wordpiece_steps` as a small table; returns the steps."""
     code = viz.use_language(lang)
-    steps = wordpiece_steps(word, tokenizer.vocab)
+    steps = wordpiece_steps(word, tokenizer.stoi)
     head = i18n.pick({"en": "start  candidates tried  piece", "zh": "起点  尝试的候选数  匹配到的片段"}, code)
     print(head)
     for s in steps:
@@ -86,7 +91,7 @@ def print_tokens(tokenizer, texts, lang=None) -> None:
     for text in texts:
         ids = tokenizer.encode(text)
         print(f"{text!r}")
-        print("   ", " ".join(tokenizer.convert_ids_to_tokens(ids)))
+        print("   ", " ".join(tokenizer.ids_to_tokens(ids)))
         print("   ", ids, i18n.pick({"en": f"({len(ids)} tokens)", "zh": f"（{len(ids)} 个词元）"}, code))
 
 
@@ -131,21 +136,14 @@ def mapping_table(report: list[dict], layer: int = 0, lang=None) -> str:
     return "\n".join(out)
 
 
-@torch.no_grad()
 def copy_layer_to_torch(layer) -> torch.nn.TransformerEncoderLayer:
-    """PyTorch's own ``nn.TransformerEncoderLayer`` (post-norm, GELU) with the weights of one of our layers."""
+    """PyTorch's own ``nn.TransformerEncoderLayer`` (post-norm, GELU) with the weights of one of our layers
+    (copied by ``course_utils.interop.copy_to_torch``)."""
     d = layer.self_attn.d_model
     theirs = torch.nn.TransformerEncoderLayer(d, layer.self_attn.n_heads, layer.ffn.linear1.out_features,
                                               dropout=0.0, activation="gelu", layer_norm_eps=layer.res1.norm.eps,
                                               batch_first=True, norm_first=False)
-    theirs.self_attn.in_proj_weight.copy_(layer.self_attn.qkv_proj.weight)
-    theirs.self_attn.in_proj_bias.copy_(layer.self_attn.qkv_proj.bias)
-    theirs.self_attn.out_proj.load_state_dict(layer.self_attn.out_proj.state_dict())
-    theirs.linear1.load_state_dict(layer.ffn.linear1.state_dict())
-    theirs.linear2.load_state_dict(layer.ffn.linear2.state_dict())
-    theirs.norm1.load_state_dict(layer.res1.norm.state_dict())
-    theirs.norm2.load_state_dict(layer.res2.norm.state_dict())
-    return theirs.eval()
+    return copy_to_torch(layer, theirs).eval()
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -209,34 +207,12 @@ def bag_of_words(tokenizer, train_texts, other_texts):
     return counts(train_ids), counts([tokenizer.encode(t, add_special_tokens=False) for t in other_texts])
 
 
-def fit_logistic_regression(x, y, c: float = 1.0, max_iter: int = 100):
-    """L2-regularised logistic regression p(y | x) = softmax(x W + b), fitted with L-BFGS on the whole set.
-
-    Minimises mean cross-entropy + ‖W‖² / (2·c·N) (the objective of scikit-learn's ``LogisticRegression(C=c)``,
-    divided by c·N). Returns ``predict(x) -> labels``.
-    """
-    n, dim = x.shape
-    n_classes = max(2, int(y.max()) + 1) if len(y) else 2
-    w = torch.zeros(dim, n_classes, requires_grad=True)
-    b = torch.zeros(n_classes, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = F.cross_entropy(x @ w + b, y) + (w ** 2).sum() / (2 * c * n)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    w, b = w.detach(), b.detach()
-    return lambda z: (z @ w + b).argmax(-1)
-
-
-def probe_curve(x_train, y_train, x_dev, y_dev, sizes, **kw) -> list[float]:
-    """Dev accuracy of a logistic regression trained on the first ``n`` training rows, for each ``n`` in sizes."""
+def probe_curve(x_train, y_train, x_dev, y_dev, sizes, fit) -> list[float]:
+    """Dev accuracy of ``fit(x, y) -> predict`` (the notebook's logistic regression) trained on the first ``n``
+    training rows, for each ``n`` in ``sizes``."""
     out = []
     for n in sizes:
-        predict = fit_logistic_regression(x_train[:n], y_train[:n], **kw)
+        predict = fit(x_train[:n], y_train[:n])
         out.append(float((predict(x_dev) == y_dev).float().mean()))
     return out
 
@@ -270,33 +246,26 @@ def plot_probe_curves(sizes, curves: dict, majority: float, lang=None):
 MAX_WIDGET_TOKENS = 40
 
 
-@torch.no_grad()
 def compare_sentences(model, tokenizer, a: str, b: str) -> dict:
     """Sentence cosine similarity of ``a`` and ``b`` and the token-by-token similarity of their contextual
     vectors. ``model`` is a :class:`~course_utils.pretrained.SentenceEncoder`."""
     texts = [a.strip(), b.strip()]
     if not all(texts):
         raise ValueError(i18n.pick({"en": "type a sentence in both boxes", "zh": "请在两个输入框里都写一句话"}))
-    batch = tokenizer.encode_batch(texts)
-    n = batch["attention_mask"].sum(1).tolist()
+    ids, keep = tokenizer.encode_batch_with_mask(texts)                     # (2, T), (2, T) True = real token
+    n = keep.sum(1).tolist()
     if max(n) > MAX_WIDGET_TOKENS:
         raise ValueError(i18n.pick({"en": f"at most {MAX_WIDGET_TOKENS} tokens per sentence here (got {max(n)}): "
                                           "shorten it",
                                     "zh": f"这里每句最多 {MAX_WIDGET_TOKENS} 个词元（现在是 {max(n)} 个），请缩短"}))
-    was_training = model.training
-    model.eval()
-    try:
-        device = model.device
-        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
-        hidden = model.bert(ids, mask)                                      # (2, T, C)
-        emb = F.normalize(mean_pool(hidden, mask), dim=-1)                  # (2, C)
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        hidden = model.bert(ids.to(model.device), keep.to(model.device))    # (2, T, C)
+        emb = F.normalize(masked_mean(hidden, keep.to(model.device)), dim=-1)  # (2, C)
     ha = F.normalize(hidden[0, : n[0]], dim=-1)
     hb = F.normalize(hidden[1, : n[1]], dim=-1)
     return {"similarity": float(emb[0] @ emb[1]),
-            "tokens_a": tokenizer.convert_ids_to_tokens(batch["input_ids"][0, : n[0]]),
-            "tokens_b": tokenizer.convert_ids_to_tokens(batch["input_ids"][1, : n[1]]),
+            "tokens_a": tokenizer.ids_to_tokens(ids[0, : n[0]]),
+            "tokens_b": tokenizer.ids_to_tokens(ids[1, : n[1]]),
             "token_similarity": (ha @ hb.T).cpu().numpy()}
 
 
@@ -342,6 +311,3 @@ def build_similarity_widget(model, tokenizer, a: str = DEMO_SENTENCES[2], b: str
                         title={"en": "Type or pick two sentences: how similar are they for MiniLM?",
                                "zh": "输入或选择两句话：在 MiniLM 看来它们有多相似？"})
 
-
-# The exercise checks live in checks.py (they use the helpers above, hence the import at the end).
-from .checks import check_cosine_matrix, check_mean_pool, check_wordpiece, reference_wordpiece  # noqa: E402, F401

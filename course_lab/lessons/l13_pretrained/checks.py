@@ -1,7 +1,8 @@
 """Lesson 13 · real pretrained weights: the exercise checks.
 
 Each check prints a verdict in the notebook's language and returns True / False; none raises, so the notebook
-always runs to the end. The lesson module re-exports them: the notebook calls ``l13.check_...(...)``.
+always runs to the end. The lesson module re-exports them (the notebook calls ``l13.check_...(...)``); this module
+imports nothing from the lesson module, so there is no import cycle.
 """
 
 from __future__ import annotations
@@ -9,11 +10,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_utils.pretrained import mean_pool
-from course_utils.wordpiece import UNK
+from course_utils.pooling import masked_mean
 
 from ...exercises import attempt, fail, never_raises, passed, say, tensor_close
-from . import wordpiece_steps
 
 
 def _hidden_and_mask(seed: int = 0):
@@ -30,7 +29,7 @@ def check_mean_pool(fn) -> bool:
     ok, got = attempt(fn, hidden.clone(), mask.clone())
     if not ok:
         return False
-    want = mean_pool(hidden, mask)
+    want = masked_mean(hidden, mask)
     if not tensor_close(got, want, "mean pooling", "平均池化"):
         if isinstance(got, torch.Tensor) and got.shape == want.shape and \
                 torch.allclose(got.detach().float(), hidden.mean(1), atol=1e-5):
@@ -70,12 +69,6 @@ _TOY_VOCAB = {"[UNK]", "un", "una", "##ff", "##ffa", "##able", "##ble", "##a", "
 _TOY_WORDS = {"unaffable": ["una", "##ffa", "##ble"], "playing": ["play", "##ing"], "plays": ["play", "##s"],
               "tokenization": ["token", "##ization"], "tokenizer": ["token", "##ize", "##r"],
               "plx": ["[UNK]"], "xplay": ["[UNK]"], "p": ["p"]}
-
-
-def reference_wordpiece(word: str, vocab) -> list[str]:
-    """Greedy longest-match-first WordPiece for one word (no length limit): the reference for exercise 3."""
-    pieces = [s["piece"] for s in wordpiece_steps(word, vocab)]
-    return [UNK] if UNK in pieces else pieces
 
 
 @never_raises

@@ -1,0 +1,99 @@
+"""Reference solutions of the notebooks' exercises, and other test-only helpers.
+
+They live here, not in ``course_lab``: the package ships what a notebook runs, and a solution is only needed to
+show that each check accepts a correct answer. Lesson modules are imported inside the functions, so importing
+this file needs only torch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+UNK = "[UNK]"
+
+
+# --- lesson 01 ------------------------------------------------------------------------------------------------
+def one_hot_lookup(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
+    """Exercise 1: one-hot rows (…, |V|) times E (|V|, d) = the rows E[ids]."""
+    return F.one_hot(ids, E.shape[0]).to(E.dtype) @ E
+
+
+def input_vectors(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
+    """Exercise 2: x = E[ids]·√d_model + PE[:T] for ids ``(B, T)``."""
+    from course_utils.positional import sinusoidal_encoding
+
+    d_model = E.shape[1]
+    return E[ids] * math.sqrt(d_model) + sinusoidal_encoding(ids.shape[-1], d_model)
+
+
+def balanced_std(d_model: int) -> float:
+    """Exercise 3: E[‖√d·E_t‖²] = std²·d² must equal ‖PE‖² = d/2, so std = 1/√(2d)."""
+    return 1.0 / math.sqrt(2 * d_model)
+
+
+# --- lesson 02 ------------------------------------------------------------------------------------------------
+def wavelengths(d_model: int) -> torch.Tensor:
+    """Exercise 1: λ_i = 2π / ω_i = 2π·10000^(2i/d), one per (sin, cos) pair."""
+    from course_lab.lessons.l02_positional import inv_freq_exp
+
+    return 2 * math.pi / inv_freq_exp(d_model, torch.float64)
+
+
+def shift_back(pe_row: torch.Tensor, k: int) -> torch.Tensor:
+    """Exercise 2: PE(pos − k) = M_k⁻¹ PE(pos) = M_kᵀ PE(pos) (a rotation's inverse)."""
+    from course_lab.lessons.l02_positional import shift_matrix
+
+    return shift_matrix(k, pe_row.shape[-1]).T @ pe_row.double()
+
+
+def pe_dot(k: int, d_model: int) -> float:
+    """Exercise 3: PE(p)·PE(p+k) = Σ_i cos(k·ω_i), whatever p is."""
+    from course_lab.lessons.l02_positional import inv_freq_exp
+
+    return float(torch.cos(k * inv_freq_exp(d_model, torch.float64)).sum())
+
+
+# --- lesson 12 ------------------------------------------------------------------------------------------------
+def bert_masking(ids, mask_id, vocab_size, special_ids, p, generator):
+    """Exercise 1: :func:`course_utils.mlm.mask_tokens` with the exercise's argument order."""
+    from course_utils.mlm import mask_tokens
+
+    return mask_tokens(ids, vocab_size, mask_id, special_ids, p=p, generator=generator)
+
+
+# --- lesson 13 ------------------------------------------------------------------------------------------------
+def wordpiece(word: str, vocab) -> list[str]:
+    """Exercise 3: greedy longest-match-first WordPiece for one word (no length limit)."""
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return [UNK]
+    return pieces
+
+
+def fit_logistic_regression(x: torch.Tensor, y: torch.Tensor, max_iter: int = 100):
+    """The notebook's linear probe (lesson 13): softmax(x W + b) fitted with L-BFGS on mean cross-entropy +
+    ‖W‖² / 2N; returns ``predict(x) -> labels``."""
+    n_classes = max(2, int(y.max()) + 1)
+    w = torch.zeros(x.shape[1], n_classes, requires_grad=True)
+    b = torch.zeros(n_classes, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], max_iter=max_iter, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(x @ w + b, y) + (w ** 2).sum() / (2 * len(x))
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    w, b = w.detach(), b.detach()
+    return lambda z: (z @ w + b).argmax(-1)
