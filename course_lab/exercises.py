@@ -100,14 +100,6 @@ def _call(fn: Callable, args: tuple, kwargs: dict, lang: str | None):
         return False, None
 
 
-def run_student(fn: Callable, *args, **kwargs):
-    """``(ok, result)``: ok is None when the stub is untouched (NotImplementedError), False when it crashed.
-
-    A crash is reported at once; "not attempted" is left to the caller (see :func:`attempt`).
-    """
-    return _call(fn, args, kwargs, None)
-
-
 def attempt(fn: Callable, *args, **kwargs):
     """``(True, result)``, or ``(False, None)`` once the verdict is printed: not attempted yet, or the crash."""
     ok, result = _call(fn, args, kwargs, None)
@@ -192,11 +184,6 @@ def is_mask(got, shape=None) -> bool:
 def tensor_close(got, want: torch.Tensor, what_en: str, what_zh: str, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     """Compare a student's tensor with the reference; print what is wrong (type, shape or values)."""
     return report(tensor_problem(got, want, atol, rtol), what_en, what_zh)
-
-
-def number_close(got, want: float, what_en: str, what_zh: str, rel: float = 1e-6) -> bool:
-    """Compare a student's number with the reference."""
-    return report(number_problem(got, want, rel), what_en, what_zh)
 
 
 # --- checks over a list of cases ------------------------------------------------------------------------------

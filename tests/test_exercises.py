@@ -58,7 +58,7 @@ def test_not_attempted_in_both_languages(lang, text, capsys):
                                         ("zh", "✗ 你的函数抛出了 ZeroDivisionError：boom-42")])
 def test_crash_is_reported_not_raised(lang, text, capsys):
     i18n.set_language(lang)
-    assert ex.run_student(crashes, 1) == (False, None)
+    assert ex.attempt(crashes, 1) == (False, None)
     assert capsys.readouterr().out.strip() == text
     assert ex.attempt(crashes) == (False, None)
     assert capsys.readouterr().out.strip() == text
@@ -81,9 +81,8 @@ def test_never_raises_turns_a_judging_error_into_a_verdict(capsys):
     assert capsys.readouterr().out.startswith("✗ 无法检查你的答案（TypeError：")
 
 
-def test_run_student_and_attempt(capsys):
-    assert ex.run_student(lambda a, b=0: a + b, 2, b=3) == (True, 5)
-    assert ex.run_student(not_started) == (None, None)           # the caller decides what to say
+def test_attempt_passes_arguments_and_returns_the_result(capsys):
+    assert ex.attempt(lambda a, b=0: a + b, 2, b=3) == (True, 5)
     assert capsys.readouterr().out == ""
     assert ex.attempt(lambda: None) == (True, None)               # returning None is a result, not a failure
     assert capsys.readouterr().out == ""
@@ -139,14 +138,18 @@ def test_is_tensor_and_is_mask(capsys):
     ("en", "✗ n: expected a number, got str", "✗ n: expected 3, got 4"),
     ("zh", "✗ 数：应该返回一个数，实际返回的是 str", "✗ 数：应为 3，实际是 4"),
 ])
-def test_number_close_messages(lang, wrong_type, wrong_value, capsys):
+def test_number_problem_messages(lang, wrong_type, wrong_value, capsys):
     i18n.set_language(lang)
-    assert ex.number_close(3, 3.0, "n", "数") and ex.number_close(torch.tensor(3.0), 3, "n", "数")
-    assert not ex.number_close("three", 3, "n", "数")
+
+    def close(got, want):
+        return ex.report(ex.number_problem(got, want), "n", "数")
+
+    assert close(3, 3.0) and close(torch.tensor(3.0), 3)
+    assert not close("three", 3)
     assert capsys.readouterr().out.strip() == wrong_type
-    assert not ex.number_close(4, 3, "n", "数")
+    assert not close(4, 3)
     assert capsys.readouterr().out.strip() == wrong_value
-    assert not ex.number_close(float("nan"), 3, "n", "数")       # NaN is never "close"
+    assert not close(float("nan"), 3)                           # NaN is never "close"
 
 
 def test_problems_are_bilingual_pairs():
