@@ -66,3 +66,17 @@ def test_minilm_fine_tuning_benchmark(tmp_path):
     result = json.loads(out.read_text())
     assert result["dev_before"] is None and 0.0 <= result["dev_after"] <= 1.0
     assert result["settings"]["steps"] == 2
+
+
+def test_translation_benchmark(tmp_path, monkeypatch):
+    pytest.importorskip("opencc", reason="pip install opencc sacrebleu")
+    pytest.importorskip("sacrebleu", reason="pip install opencc sacrebleu")
+    monkeypatch.setenv("COURSE_OFFLINE", "1")                      # the bundled Tatoeba sample, with its warning
+    out = tmp_path / "translation.json"
+    with pytest.warns(UserWarning, match="bundled sample"):
+        _script("train_translation").main(["--minutes", "0.01", "--steps", "3", "--d-model", "16", "--heads", "2",
+                                           "--layers", "1", "--d-ff", "32", "--n-test", "20", "--beam", "2",
+                                           "--data-dir", str(tmp_path / "data"), "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert result["steps"] == 3 and result["test_sentences"] == 20 and not result["real_data"]
+    assert 0.0 <= result["bleu"] <= 100.0 and 0.0 <= result["baseline_nearest_neighbour"]["bleu"] <= 100.0
