@@ -5,39 +5,33 @@
 
 Two paths compute the same numbers:
 
-* the **written-out** path (``need_weights=True``) forms the (T_q × T_k) weight matrix, so lessons can plot it;
+* the **written-out** path (``need_weights=True``) forms the (T_q × T_k) weight matrix, so lessons can plot it; it
+  computes in float32 for half-precision inputs (fp16 scores overflow where the fused kernels do not);
 * the **fast** path calls ``torch.nn.functional.scaled_dot_product_attention``, which picks a fused kernel
   (FlashAttention / memory-efficient on CUDA) and never materialises the weights.
 
+Not PyTorch's API, on purpose under other names: ``attention_with_weights`` returns ``(out, weights)``, and
+``MultiHeadAttention`` returns one tensor that refuses to be unpacked like ``nn.MultiheadAttention``'s pair.
 Masks follow ``course_utils.masks``: bool True = may attend, or an additive float mask. A query row with every key
 masked gets zero weights and a zero context vector on both paths (softmax of only −inf would be NaN).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from .masks import causal_mask, combine_masks
-from .validation import (
-    check_divisible,
-    check_float,
-    check_last_dim,
-    check_mask,
-    check_probability,
-    check_rank,
-    check_same_device,
-)
+from .kv_cache import KVCache
+from .masks import check_mask
+from .validation import check_bool, check_float, check_number, check_probability, check_rank, check_same_device
 
+__all__ = ["attention_with_weights", "KVCache"]
 
-def _rows_with_keys(mask: torch.Tensor) -> torch.Tensor:
-    """(…, T_q, 1) bool: does this query row keep at least one key?"""
-    keep = mask if mask.dtype == torch.bool else torch.isfinite(mask)
-    return keep.any(dim=-1, keepdim=True)
+# Largest number of mask entries the fast path builds at once: a causal + padding mask for T = 16384 would be
+# 268 M booleans, so the queries are processed in row blocks whose mask stays under this size.
+MASK_BUDGET = 1 << 22
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -46,6 +40,8 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         check_float(t, name)
     for name, t in (("k", k), ("v", v)):
         check_same_device(t, name, q.device, "q")
+        if t.dtype != q.dtype:
+            raise TypeError(f"q is {q.dtype} but {name} is {t.dtype}: convert both to one dtype")
     if not (q.dim() == k.dim() == v.dim()):
         raise ValueError(
             f"q, k, v must have the same rank, got shapes {tuple(q.shape)}, {tuple(k.shape)}, "
@@ -68,7 +64,64 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         )
 
 
-def scaled_dot_product_attention(
+def _with_causal(mask, t_q: int, t_k: int, start: int, stop: int, device, n_k: int | None = None):
+    """Rows ``start:stop`` (first ``n_k`` keys) of the causal mask, AND-ed into ``mask`` (bool) or added as −inf."""
+    n_k = t_k if n_k is None else n_k
+    causal = torch.ones(stop - start, n_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q + start)
+    if mask is None:
+        return causal
+    return mask & causal if mask.dtype == torch.bool else mask.masked_fill(~causal, float("-inf"))
+
+
+def _settle(mask: torch.Tensor, dtype: torch.dtype):
+    """(mask ready for the scores, has_keys (…, T_q, 1)).
+
+    A row with no visible key would be softmax over only −inf = NaN: such rows see every key instead (finite
+    numbers, finite gradients) and are zeroed afterwards. The test is made on the mask as given, *before* any cast,
+    so a finite −1e5 in a float32 mask stays "visible" even though it would round to −inf in float16: finite
+    values are clamped into the dtype's range instead.
+    """
+    if mask.dtype == torch.bool:
+        has_keys = mask.any(dim=-1, keepdim=True)
+        return mask | ~has_keys, has_keys
+    has_keys = torch.isfinite(mask).any(dim=-1, keepdim=True)
+    mask = mask.masked_fill(~has_keys, 0.0)
+    if mask.dtype != dtype:
+        info = torch.finfo(dtype)
+        if info.max < torch.finfo(mask.dtype).max:  # narrowing: keep finite values finite
+            mask = torch.where(torch.isfinite(mask), mask.clamp(info.min, info.max), mask)
+        mask = mask.to(dtype)
+    return mask, has_keys
+
+
+def _fast(q, k, v, mask, is_causal: bool, dropout_p: float, scale: float) -> torch.Tensor:
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    if mask is None and (not is_causal or t_q == t_k):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
+    # The fused kernel takes either is_causal or a mask, not both: build the combined mask one block of query rows
+    # at a time, so its size stays under MASK_BUDGET entries however long the sequence.
+    rows = t_q if t_q * t_k <= MASK_BUDGET else max(1, MASK_BUDGET // max(t_k, 1))
+    blocks = []
+    for start in range(0, max(t_q, 1), rows):
+        stop = min(t_q, start + rows)
+        # with is_causal, query rows < stop see no key after stop + (T_k - T_q): leave those keys out entirely
+        n_k = min(t_k, stop + t_k - t_q) if is_causal and rows < t_q else t_k
+        m = mask
+        if m is not None and m.dim() >= 2 and m.shape[-2] != 1 and rows < t_q:
+            m = m[..., start:stop, :]
+        if m is not None and m.shape[-1] != 1 and n_k < t_k:
+            m = m[..., :n_k]
+        if is_causal:
+            m = _with_causal(m, t_q, t_k, start, stop, q.device, n_k)
+        m, has_keys = _settle(m, q.dtype)
+        qs = q if rows >= t_q else q[..., start:stop, :]
+        out = F.scaled_dot_product_attention(qs, k[..., :n_k, :], v[..., :n_k, :], attn_mask=m, dropout_p=dropout_p,
+                                             scale=scale)
+        blocks.append(out.masked_fill(~has_keys, 0.0))
+    return blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-2)
+
+
+def attention_with_weights(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -79,223 +132,46 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     is_causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """softmax(q kᵀ · scale + M) v with scale = 1/√d_k by default (lesson 03).
+    """softmax(q kᵀ · scale + M) v with scale = 1/√d_k by default (lesson 03); returns ``(out, weights)``.
 
-    q ``(…, T_q, d_k)``, k ``(…, T_k, d_k)``, v ``(…, T_k, d_v)``; returns ``(out (…, T_q, d_v), weights)`` where
-    ``weights (…, T_q, T_k)`` is returned only when ``need_weights`` (else ``None``, via the fused fast path).
+    q ``(…, T_q, d_k)``, k ``(…, T_k, d_k)``, v ``(…, T_k, d_v)``; ``out (…, T_q, d_v)``, ``weights (…, T_q, T_k)``
+    (``None`` with ``need_weights=False``, which takes the fused fast path). Unlike
+    ``F.scaled_dot_product_attention`` it returns the pair, and rows with every key masked give zeros, not NaN.
     """
     _check_qkv(q, k, v)
-    check_probability(dropout_p, "dropout_p")
+    dropout_p = check_probability(dropout_p, "dropout_p")
+    check_bool(need_weights, "need_weights")
+    check_bool(is_causal, "is_causal")
     t_q, t_k = q.shape[-2], k.shape[-2]
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_number(scale, "scale")
+    if is_causal and t_q > t_k:
+        raise ValueError(f"is_causal needs T_q <= T_k (the queries are the last T_q positions), got {t_q} > {t_k}")
     if mask is not None:
         check_mask(mask, (*q.shape[:-2], t_q, t_k))
         check_same_device(mask, "mask", q.device, "the attention inputs")
-        if mask.dtype != torch.bool:
-            mask = mask.to(q.dtype)
-    if is_causal:
-        if mask is None and not need_weights and t_q == t_k:
-            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale)
-            return out, None
-        causal = causal_mask(t_q, t_k, device=q.device)
-        mask = (
-            causal
-            if mask is None
-            else (
-                combine_masks(mask, causal)
-                if mask.dtype == torch.bool
-                else mask.masked_fill(~causal, float("-inf"))
-            )
-        )
+    if not need_weights:
+        return _fast(q, k, v, mask, is_causal, dropout_p, scale), None
 
+    if is_causal:
+        mask = _with_causal(mask, t_q, t_k, 0, t_q, q.device)
+    work = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype  # fp16 q·k overflows at 65504
+    scores = (q.to(work) @ k.to(work).transpose(-2, -1)) * scale  # (…, T_q, T_k)
     has_keys = None
     if mask is not None:
-        # A row with no visible key would be softmax over only −inf = NaN. Let such rows see every key (finite
-        # numbers, finite gradients), then zero their weights / outputs below: documented result, no NaN.
-        has_keys = _rows_with_keys(mask)
-        mask = (mask | ~has_keys) if mask.dtype == torch.bool else mask.masked_fill(~has_keys, 0.0)
-
-    if not need_weights:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
-        return (out if has_keys is None else out.masked_fill(~has_keys, 0.0)), None
-
-    scores = (q @ k.transpose(-2, -1)) * scale  # (…, T_q, T_k)
-    if mask is not None:
+        mask, has_keys = _settle(mask, work)
         scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
     weights = torch.softmax(scores, dim=-1)
     if has_keys is not None:
         weights = weights.masked_fill(~has_keys, 0.0)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
-    return dropped @ v, weights  # (…, T_q, d_v), (…, T_q, T_k)
+    out = dropped @ v.to(work)
+    return out.to(q.dtype), weights.to(q.dtype)  # (…, T_q, d_v), (…, T_q, T_k)
 
 
-class KVCache:
-    """Keys and values already computed during incremental decoding (lesson 11).
+def __getattr__(name: str):
+    # MultiHeadAttention lives in multihead.py (which imports this module); re-exported here lazily.
+    if name in ("MultiHeadAttention", "record_attention"):
+        from . import multihead
 
-    Each attention module stores its own entry: self-attention *appends* the new position's K and V, cross-attention
-    computes the encoder's K and V once. ``offset`` counts the positions the model has processed (the positional
-    encoding of the next token starts there); models advance it after each forward.
-    """
-
-    def __init__(self):
-        self._store: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.offset = 0
-
-    def get(self, module: nn.Module):
-        return self._store.get(id(module))
-
-    def put(self, module: nn.Module, k: torch.Tensor, v: torch.Tensor) -> None:
-        self._store[id(module)] = (k, v)
-
-    def advance(self, n: int) -> None:
-        self.offset += n
-
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep batch rows ``index`` of every entry (beam search re-ranks hypotheses)."""
-        self._store = {
-            key: (k.index_select(0, index), v.index_select(0, index)) for key, (k, v) in self._store.items()
-        }
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-
-class MultiHeadAttention(nn.Module):
-    """h heads of scaled dot-product attention with the paper's projections (lesson 04).
-
-    ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h blocks of d_k columns) so that
-    self-attention needs one matrix multiply; the layout equals ``nn.MultiheadAttention.in_proj_weight``.
-    ``out_proj`` is W^O. d_k = d_model / h, so the total cost matches one full-width head.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
-        super().__init__()
-        self.d_k = check_divisible(d_model, n_heads)
-        self.d_model, self.n_heads, self.dropout = d_model, n_heads, check_probability(dropout)
-        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.record_weights = False  # True: keep self.last_weights (B, h, T_q, T_k) for plots
-        self.last_weights: torch.Tensor | None = None
-        nn.init.xavier_uniform_(self.qkv_proj.weight)  # the same initialisation as nn.MultiheadAttention
-        if bias:
-            nn.init.zeros_(self.qkv_proj.bias)
-            nn.init.zeros_(self.out_proj.bias)
-
-    # Views of the paper's matrices, for lessons (F.linear computes x Wᵀ, so these are Wᵀ in the paper's notation).
-    @property
-    def w_q(self) -> torch.Tensor:
-        return self.qkv_proj.weight[: self.d_model]
-
-    @property
-    def w_k(self) -> torch.Tensor:
-        return self.qkv_proj.weight[self.d_model : 2 * self.d_model]
-
-    @property
-    def w_v(self) -> torch.Tensor:
-        return self.qkv_proj.weight[2 * self.d_model :]
-
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, d_model) -> (B, h, T, d_k)."""
-        b, t, _ = x.shape
-        return x.view(b, t, self.n_heads, self.d_k).transpose(1, 2)
-
-    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, h, T, d_k) -> (B, T, d_model): the Concat in the formula."""
-        b, _, t, _ = x.shape
-        return x.transpose(1, 2).reshape(b, t, self.d_model)
-
-    def _project(self, query, key, value, cache):
-        d, w, bias = self.d_model, self.qkv_proj.weight, self.qkv_proj.bias
-        if key is None:  # self-attention: one matmul for Q, K and V
-            q, k, v = F.linear(query, w, bias).split(d, dim=-1)
-            k, v = self.split_heads(k), self.split_heads(v)
-            if cache is not None:  # append this step's keys/values to the past ones
-                past = cache.get(self)
-                if past is not None:
-                    k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-                cache.put(self, k, v)
-            return self.split_heads(q), k, v
-        q = F.linear(query, w[:d], None if bias is None else bias[:d])
-        past = cache.get(self) if cache is not None else None
-        if past is not None:  # cross-attention: the encoder's K, V never change
-            return self.split_heads(q), past[0], past[1]
-        if value is None or value is key:  # the usual case: K and V from the same memory
-            k, v = F.linear(key, w[d:], None if bias is None else bias[d:]).split(d, dim=-1)
-        else:
-            k = F.linear(key, w[d : 2 * d], None if bias is None else bias[d : 2 * d])
-            v = F.linear(value, w[2 * d :], None if bias is None else bias[2 * d :])
-        k, v = self.split_heads(k), self.split_heads(v)
-        if cache is not None:
-            cache.put(self, k, v)
-        return self.split_heads(q), k, v
-
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor | None = None,
-        value: torch.Tensor | None = None,
-        mask: torch.Tensor | None = None,
-        *,
-        is_causal: bool = False,
-        cache: KVCache | None = None,
-        need_weights: bool = False,
-    ) -> torch.Tensor:
-        """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` for cross-attention (value defaults to key),
-        both ``None`` for self-attention. ``mask`` broadcasts to (B, h, T_q, T_k). Returns ``(B, T_q, d_model)``."""
-        check_rank(query, "query", (3,), "(B, T, d_model)")
-        check_float(query, "query")
-        check_last_dim(query, "query", self.d_model)
-        check_same_device(query, "query", self.out_proj.weight.device, "MultiHeadAttention")
-        if key is None and value is not None:
-            raise ValueError(
-                "value was given without key: pass key=value=memory for cross-attention, "
-                "or neither for self-attention"
-            )
-        for name, t in (("key", key), ("value", value)):
-            if t is None:
-                continue
-            check_rank(t, name, (3,), "(B, T_k, d_model)")
-            check_last_dim(t, name, self.d_model)
-            if t.shape[0] != query.shape[0]:
-                raise ValueError(
-                    f"query and {name} have different batch sizes ({query.shape[0]} vs {t.shape[0]}):"
-                    " cross-attention pairs each target sequence with its own source sequence"
-                )
-        if value is not None and value.shape[1] != key.shape[1]:
-            raise ValueError(
-                f"key and value must have the same length T_k (one value per key), got "
-                f"{tuple(key.shape)} and {tuple(value.shape)}"
-            )
-        q, k, v = self._project(query, key, value, cache)  # (B, h, T_q, d_k), (B, h, T_k, d_k) ×2
-        keep = need_weights or self.record_weights
-        out, weights = scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            mask,
-            dropout_p=self.dropout if self.training else 0.0,
-            need_weights=keep,
-            is_causal=is_causal,
-        )
-        if keep:
-            self.last_weights = weights.detach()
-        return self.out_proj(self.merge_heads(out))  # (B, T_q, d_model)
-
-
-@contextlib.contextmanager
-def record_attention(model: nn.Module):
-    """Within the block every ``MultiHeadAttention`` of ``model`` keeps ``last_weights``; yields the modules in order.
-
-    >>> with record_attention(model) as attn:
-    ...     model(x)
-    >>> weights = [m.last_weights for m in attn]      # one (B, h, T_q, T_k) tensor per attention module
-    """
-    modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
-    before = [m.record_weights for m in modules]
-    for m in modules:
-        m.record_weights = True
-    try:
-        yield modules
-    finally:
-        for m, flag in zip(modules, before):
-            m.record_weights = flag
+        return getattr(multihead, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,91 +4,111 @@
 * ``beam_search``: keep the ``beam_size`` best partial hypotheses by Σ log P; rank finished ones by
   score / lp(L) with the GNMT length penalty lp(L) = ((5 + L) / 6)^α (Wu et al., 2016), so that α > 0 stops
   the search from preferring short outputs.
-* ``generate``: sample from a ``GPT`` with temperature (logits / τ) and top-k filtering.
+* ``generate`` / ``stream_tokens``: sample from a ``GPT`` (temperature, top-k, top-p: ``course_utils.sampling``).
 
-All three feed only the newest token per step and keep earlier keys/values in a ``KVCache``; ``use_cache=False``
-recomputes the whole prefix each step (same numbers, slower: lesson 11 measures the difference).
+All of them run in eval mode without gradients (``modes.evaluating``) and give the caller's mode back. They feed
+only the newest token per step and keep earlier keys/values in a ``KVCache``; ``use_cache=False`` recomputes the
+whole prefix each step (same numbers, slower: lesson 11 measures the difference).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 
-from .attention import KVCache
-from .validation import check_positive, check_rank
+from .kv_cache import KVCache
+from .modes import evaluating
+from .sampling import _check_temperature, _check_top_k, _check_top_p, sample_next
+from .validation import check_bool, check_int, check_number, check_rank
 
 
-def top_k_filter(logits: torch.Tensor, top_k: int | None) -> torch.Tensor:
-    """Set every logit outside the k largest of each row to −inf (``top_k=None``: unchanged)."""
-    if top_k is None or top_k >= logits.size(-1):
-        return logits
-    check_positive(top_k, "top_k")
-    kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # (B, 1): the k-th largest logit
-    return logits.masked_fill(logits < kth, float("-inf"))
+def _check_ids(ids: torch.Tensor, name: str, layout: str) -> None:
+    check_rank(ids, name, (2,), layout)
+    if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+        raise TypeError(f"{name} must hold integer token ids (torch.long), got {ids.dtype}: use {name}.long()")
 
 
-def sample_next(
-    logits: torch.Tensor,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """logits ``(B, V)`` -> next ids ``(B, 1)``. ``temperature=0`` means greedy (argmax)."""
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-    if temperature == 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    probs = torch.softmax(top_k_filter(logits.float() / temperature, top_k), dim=-1)
-    return torch.multinomial(probs, 1, generator=generator)
-
-
-@torch.no_grad()
-def generate(
+def stream_tokens(
     model,
     ids: torch.Tensor,
     max_new_tokens: int,
     *,
     temperature: float = 1.0,
     top_k: int | None = None,
+    top_p: float | None = None,
     use_cache: bool = True,
     generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """Continue ``ids (B, T)`` by ``max_new_tokens`` sampled tokens with a ``GPT``; returns ``(B, T + new)``."""
-    check_rank(ids, "ids", (2,), "(B, T) token ids")
+) -> Iterator[torch.Tensor]:
+    """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen.
+
+    The context window slides once it is full: learned absolute positions mean the cropped window is recomputed
+    from position 0 (with a fresh cache). Each step runs under ``evaluating(model)``.
+    """
+    _check_ids(ids, "ids", "(B, T) token ids")
     if ids.size(1) == 0:
         raise ValueError("generate needs at least one context token per row (e.g. a newline or <bos>)")
-    block = model.block_size
+    n = check_int(max_new_tokens, "max_new_tokens", 0)
+    temperature, top_k, top_p = _check_temperature(temperature), _check_top_k(top_k), _check_top_p(top_p)
+    check_bool(use_cache, "use_cache")
+    window = check_int(getattr(model, "max_len", None), "model.max_len (the context window)")
     out, cache = ids, None
-    for _ in range(max_new_tokens):
-        if use_cache and cache is not None and cache.offset < block:
-            logits = model(out[:, -1:], cache=cache)  # only the newest token
-        else:
-            # First step, no cache, or the window is full: learned absolute positions mean the cropped window
-            # has to be recomputed from position 0.
-            cache = KVCache() if use_cache else None
-            logits = model(out[:, -block:], cache=cache)
-        out = torch.cat([out, sample_next(logits[:, -1], temperature, top_k, generator)], dim=1)
-    return out
+    for _ in range(n):
+        with evaluating(model):
+            if use_cache and cache is not None and cache.offset < window:
+                logits = model(out[:, -1:], cache=cache)  # only the newest token
+            else:  # first step, no cache, or the window is full
+                cache = KVCache() if use_cache else None
+                logits = model(out[:, -window:], cache=cache)
+            nxt = sample_next(logits[:, -1], temperature, top_k, top_p, generator)  # (B, 1)
+        out = torch.cat([out, nxt], dim=1)
+        yield nxt
 
 
-@torch.no_grad()
+def generate(model, ids: torch.Tensor, max_new_tokens: int, **sampling) -> torch.Tensor:
+    """``ids (B, T)`` followed by ``max_new_tokens`` sampled tokens, ``(B, T + new)``; keywords as ``stream_tokens``
+    (temperature, top_k, top_p, use_cache, generator)."""
+    return torch.cat([ids, *stream_tokens(model, ids, max_new_tokens, **sampling)], dim=1)
+
+
+def _check_seq2seq(model, src: torch.Tensor, max_len: int, ids: dict[str, int]) -> int:
+    _check_ids(src, "src", "(B, S) token ids")
+    if src.size(0) == 0:
+        raise ValueError("src is an empty batch (B = 0): there is nothing to decode")
+    max_len = check_int(max_len, "max_len", 1)
+    table = getattr(model, "max_len", None)
+    if table is not None and max_len > table:
+        raise ValueError(
+            f"max_len={max_len} output tokens do not fit the model's positional table of {table} positions: "
+            f"use max_len <= {table} (or build the model with a larger max_len)"
+        )
+    vocab = getattr(getattr(model, "tgt_embed", None), "vocab_size", None)
+    for name, value in ids.items():
+        check_int(value, name, 0)
+        if vocab is not None and value >= vocab:
+            raise ValueError(f"{name}={value} is outside the target vocabulary [0, {vocab})")
+    return max_len
+
+
 def greedy_decode(
     model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
 ) -> torch.Tensor:
     """Greedy decoding with a seq2seq ``Transformer``: src ``(B, S)`` -> generated ids ``(B, L)`` (no <bos>; after
     a row's <eos> the row is filled with the model's ``pad_id``)."""
-    check_rank(src, "src", (2,), "(B, S) token ids")
-    memory, src_mask = model.encode(src)
-    ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    cache = KVCache() if use_cache else None
-    for _ in range(max_len):
-        logits = model.decode(ys[:, -1:] if use_cache else ys, memory, src_mask, cache)[:, -1]  # (B, V)
-        nxt = logits.argmax(dim=-1).masked_fill(done, model.pad_id)
-        ys = torch.cat([ys, nxt[:, None]], dim=1)
-        done |= nxt == eos_id
-        if bool(done.all()):
-            break
+    max_len = _check_seq2seq(model, src, max_len, {"bos_id": bos_id, "eos_id": eos_id})
+    check_bool(use_cache, "use_cache")
+    with evaluating(model):
+        memory, src_mask = model.encode(src)
+        ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        cache = KVCache() if use_cache else None
+        for _ in range(max_len):
+            logits = model.decode(ys[:, -1:] if use_cache else ys, memory, src_mask, cache)[:, -1]  # (B, V)
+            nxt = logits.argmax(dim=-1).masked_fill(done, model.pad_id)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            done |= nxt == eos_id
+            if bool(done.all()):
+                break
     return ys[:, 1:]
 
 
@@ -97,7 +117,6 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-@torch.no_grad()
 def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
     memory, src_mask = model.encode(src)  # (1, S, C), (1, 1, 1, S)
     seqs = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)  # (n_alive, t)
@@ -157,12 +176,15 @@ def beam_search(
 ) -> torch.Tensor:
     """Beam search with a seq2seq ``Transformer``; src ``(B, S)`` -> best hypothesis per row ``(B, L)`` (no <bos>,
     ending in <eos> when one was produced, padded with ``pad_id``). ``beam_size=1`` equals ``greedy_decode``."""
-    check_rank(src, "src", (2,), "(B, S) token ids")
-    check_positive(beam_size, "beam_size")
-    hyps = [
-        _beam_one(model, src[b : b + 1], beam_size, max_len, bos_id, eos_id, length_penalty_alpha, use_cache)
-        for b in range(src.size(0))
-    ]
+    max_len = _check_seq2seq(model, src, max_len, {"bos_id": bos_id, "eos_id": eos_id})
+    beam_size = check_int(beam_size, "beam_size", 1)
+    alpha = check_number(length_penalty_alpha, "length_penalty_alpha")
+    check_bool(use_cache, "use_cache")
+    with evaluating(model):
+        hyps = [
+            _beam_one(model, src[b : b + 1], beam_size, max_len, bos_id, eos_id, alpha, use_cache)
+            for b in range(src.size(0))
+        ]
     width = max(1, max(len(h) for h in hyps))
     out = torch.full((len(hyps), width), model.pad_id, dtype=torch.long, device=src.device)
     for b, h in enumerate(hyps):

@@ -16,9 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import KVCache, MultiHeadAttention
+from .kv_cache import KVCache
+from .multihead import MultiHeadAttention
 from .norm import make_norm
-from .validation import check_probability
+from .validation import check_bool, check_int, check_probability, check_rank
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -27,12 +28,13 @@ class PositionwiseFeedForward(nn.Module):
     """Two linear maps with a non-linearity between them; the same weights at every position."""
 
     def __init__(
-        self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", bias: bool = True
+        self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: str = "relu", bias: bool = True
     ):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1
+        check_int(d_model, "d_model"), check_int(d_ff, "d_ff")
+        self.linear1 = nn.Linear(d_model, d_ff, bias=check_bool(bias, "bias"))  # W_1, b_1
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
         self.activation = _ACTIVATIONS[activation]
         self.dropout = nn.Dropout(check_probability(dropout))
@@ -47,15 +49,17 @@ class Residual(nn.Module):
     def __init__(
         self,
         d_model: int,
+        *,
         dropout: float = 0.0,
         norm_first: bool = False,
         eps: float = 1e-5,
         norm: str = "layer",
+        bias: bool = True,
     ):
         super().__init__()
-        self.norm = make_norm(norm, d_model, eps)
+        self.norm = make_norm(norm, d_model, eps=eps, bias=bias)
         self.dropout = nn.Dropout(check_probability(dropout))
-        self.norm_first = norm_first
+        self.norm_first = check_bool(norm_first, "norm_first")
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         if self.norm_first:
@@ -63,15 +67,24 @@ class Residual(nn.Module):
         return self.norm(x + self.dropout(sublayer(x)))
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention + FFN, each in a residual sublayer. With ``is_causal=True`` it is a GPT block."""
+class _Layer(nn.Module):
+    """Shared constructor: ``n_sublayers`` residual wrappers, an FFN and the hyperparameters every site needs.
+
+    ``dropout`` is the residual dropout; ``attn_dropout`` (on the attention weights) and ``ffn_dropout`` (between
+    the two linear maps) default to it. ``bias`` applies to every linear map and LayerNorm β.
+    """
+
+    n_sublayers = 2
 
     def __init__(
         self,
         d_model: int,
         n_heads: int,
         d_ff: int,
+        *,
         dropout: float = 0.1,
+        attn_dropout: float | None = None,
+        ffn_dropout: float | None = None,
         activation: str = "relu",
         norm_first: bool = False,
         eps: float = 1e-5,
@@ -79,47 +92,41 @@ class EncoderLayer(nn.Module):
         bias: bool = True,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
-        self.res1 = Residual(d_model, dropout, norm_first, eps, norm)
-        self.res2 = Residual(d_model, dropout, norm_first, eps, norm)
+        attn_dropout = dropout if attn_dropout is None else attn_dropout
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attn_dropout, bias=bias)
+        if self.n_sublayers == 3:
+            self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=attn_dropout, bias=bias)
+        ffn_dropout = dropout if ffn_dropout is None else ffn_dropout
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=ffn_dropout, activation=activation, bias=bias)
+        res = dict(dropout=dropout, norm_first=norm_first, eps=eps, norm=norm, bias=bias)
+        self.res1, self.res2 = Residual(d_model, **res), Residual(d_model, **res)
+        if self.n_sublayers == 3:
+            self.res3 = Residual(d_model, **res)
+
+
+class EncoderLayer(_Layer):
+    """Self-attention + FFN, each in a residual sublayer. With ``is_causal=True`` it is a GPT block."""
 
     def forward(
         self,
         x: torch.Tensor,
         mask: torch.Tensor | None = None,
         *,
+        key_keep_mask: torch.Tensor | None = None,
         is_causal: bool = False,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
-        x = self.res1(
-            x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, cache=cache)
-        )  # (B, T, C)
+        def attend(h):
+            return self.self_attn(h, mask=mask, key_keep_mask=key_keep_mask, is_causal=is_causal, cache=cache)
+
+        x = self.res1(x, attend)  # (B, T, C)
         return self.res2(x, self.ffn)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """Masked self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        eps: float = 1e-5,
-        norm: str = "layer",
-        bias: bool = True,
-    ):
-        super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
-        self.res1 = Residual(d_model, dropout, norm_first, eps, norm)
-        self.res2 = Residual(d_model, dropout, norm_first, eps, norm)
-        self.res3 = Residual(d_model, dropout, norm_first, eps, norm)
+    n_sublayers = 3
 
     def forward(
         self,
@@ -133,6 +140,17 @@ class DecoderLayer(nn.Module):
     ) -> torch.Tensor:
         """y ``(B, T_t, C)`` target states; memory ``(B, T_s, C)`` encoder output; memory_mask is the *source*
         padding mask ``(B, 1, 1, T_s)`` so no query attends to source padding."""
+        check_memory(memory)
         y = self.res1(y, lambda h: self.self_attn(h, mask=self_mask, is_causal=is_causal, cache=cache))
         y = self.res2(y, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cache))
         return self.res3(y, self.ffn)  # (B, T_t, C)
+
+
+def check_memory(memory) -> None:
+    """A decoder without the encoder's output would silently run self-attention only: refuse it."""
+    if memory is None:
+        raise ValueError(
+            "a decoder layer needs the encoder's output: pass memory=encoder(src) of shape (B, T_s, d_model); "
+            "for a decoder-only model (GPT) use an Encoder with is_causal=True instead"
+        )
+    check_rank(memory, "memory", (3,), "(B, T_s, d_model)")

@@ -1,9 +1,9 @@
 """Attention masks (lesson 05).
 
 **Convention.** A boolean mask is ``True`` where a query *may attend* to a key, exactly like
-``torch.nn.functional.scaled_dot_product_attention``. It broadcasts against the scores ``(B, h, T_q, T_k)``:
+``torch.nn.functional.scaled_dot_product_attention``. It broadcasts *to* the scores ``(B, h, T_q, T_k)``:
 
-* ``padding_mask(ids, pad_id)`` -> ``(B, 1, 1, T_k)``: hide padding keys.
+* ``padding_mask(ids, pad_id)`` -> ``(B, 1, 1, T_k)``: True at real tokens, False at padding keys.
 * ``causal_mask(T_q, T_k)`` -> ``(T_q, T_k)``: query *i* sees keys ``j <= i + (T_k - T_q)`` (no look-ahead).
 * ``combine_masks(a, b, ...)``: logical AND.
 
@@ -12,26 +12,33 @@ An *additive* float mask M is added to the scores, softmax(QKᵀ/√d_k + M): 0 
 and ``from_torch_key_padding_mask`` convert.
 
 A query whose keys are *all* masked has nothing to attend to; softmax over only −inf is 0/0 = NaN. This library
-defines its attention weights and context vector as **zeros** (see ``attention.scaled_dot_product_attention``).
+defines its attention weights and context vector as **zeros** (see ``attention.attention_with_weights``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from .validation import check_rank, check_tensor
+from .validation import check_int, check_rank, check_same_device, check_tensor, reads_values
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """``True`` for real tokens, ``False`` for padding. ids ``(B, T)`` -> mask ``(B, 1, 1, T)``."""
     check_rank(ids, "ids", (2,), "(B, T) token ids")
-    return (ids != pad_id)[:, None, None, :]
+    return (ids != check_int(pad_id, "pad_id", None))[:, None, None, :]
 
 
 def lengths_to_padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
-    """``lengths (B,)`` -> ``(B, 1, 1, T)`` with ``True`` at positions ``< length``."""
+    """``lengths (B,)`` (integers >= 0) -> ``(B, 1, 1, T)`` with ``True`` at positions ``< length``."""
     check_rank(lengths, "lengths", (1,), "(B,)")
-    max_len = int(lengths.max()) if max_len is None else max_len
+    if lengths.dtype == torch.bool or lengths.is_floating_point() or lengths.is_complex():
+        raise TypeError(f"lengths must be an integer tensor, got {lengths.dtype}: use lengths.long()")
+    longest = int(lengths.max()) if lengths.numel() else 0
+    if lengths.numel() and int(lengths.min()) < 0:
+        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    max_len = longest if max_len is None else check_int(max_len, "max_len", 0)
+    if longest > max_len:
+        raise ValueError(f"a length of {longest} does not fit max_len={max_len}: raise max_len or truncate")
     positions = torch.arange(max_len, device=lengths.device)
     return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
@@ -42,8 +49,9 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     With ``T_k == T_q`` this is the usual "no peeking at the future" triangle. With a KV cache the queries are the
     *last* ``T_q`` positions of a sequence of ``T_k``, hence the offset.
     """
-    t_k = t_q if t_k is None else t_k
-    if t_q < 0 or t_k < t_q:
+    t_q = check_int(t_q, "T_q", 0)
+    t_k = t_q if t_k is None else check_int(t_k, "T_k", 0)
+    if t_k < t_q:
         raise ValueError(f"causal_mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
 
@@ -64,8 +72,77 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     return out
 
 
+def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask") -> torch.Tensor:
+    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``.
+
+    Broadcasting to the scores means every mask dimension equals the scores' or is 1: a mask never enlarges the
+    output (a batch of 3 masks on a batch of 1 input is an error, not 3 outputs). Refused as well, each with the
+    fix: integer masks (0/1 is ambiguous between "keep" and "block"), a rank-3 mask for (B, h, T_q, T_k) scores
+    (is its first axis the batch or the heads?), a float mask holding only 0 and 1 (a keep-mask in disguise, which
+    an additive mask would read as "add 1"), NaN or +inf in an additive mask. Value checks follow
+    ``validation.reads_values``.
+    """
+    check_tensor(mask, name)
+    scores_shape = tuple(scores_shape)
+    layout = "(B, h, T_q, T_k)" if len(scores_shape) == 4 else "(…, T_q, T_k)"
+    if mask.dtype != torch.bool and not torch.is_floating_point(mask):
+        raise TypeError(
+            f"{name} has dtype {mask.dtype}; use a bool mask (True = may attend, as in "
+            "course_utils.masks.padding_mask / causal_mask) or an additive float mask (0 or -inf): "
+            "convert a 0/1 keep-mask with mask.bool()"
+        )
+    if len(scores_shape) == 4 and mask.dim() == 3:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} is 3-D but the scores are {layout} = {scores_shape}: its first "
+            f"axis could be the batch or the heads. For a (B, T_q, T_k) mask add the head axis: {name}[:, None]"
+        )
+    if mask.dim() > len(scores_shape):
+        raise ValueError(
+            f"{name} has {mask.dim()} dimensions but attention scores have {len(scores_shape)} "
+            f"{layout} = {scores_shape}"
+        )
+    target = scores_shape[len(scores_shape) - mask.dim():]
+    if any(m not in (1, s) for m, s in zip(mask.shape, target)):
+        hint = "a padding mask is (B, 1, 1, T_k), a causal mask (T_q, T_k)"
+        if mask.dim() == 2 and len(scores_shape) == 4 and tuple(mask.shape) == (scores_shape[0], scores_shape[3]):
+            hint = f"this looks like a (B, T_k) key mask: pass it as key_keep_mask=, or use {name}[:, None, None, :]"
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {layout} = "
+            f"{scores_shape} (each mask dimension must equal the scores' or be 1): {hint}"
+        )
+    if mask.is_floating_point() and mask.numel() and reads_values(mask):
+        if bool(torch.isnan(mask).any()) or bool((mask == float("inf")).any()):
+            raise ValueError(
+                f"additive {name} holds NaN or +inf, which turns the softmax into NaN: add 0 to keep a key and "
+                "-inf to hide it (or pass a bool mask, True = attend)"
+            )
+        if bool(((mask == 0) | (mask == 1)).all()) and bool((mask == 1).any()):
+            raise ValueError(
+                f"float {name} holds only 0 and 1: it looks like a keep-mask, but a float mask is *added* to the "
+                f"scores (0 = keep, -inf = hide). Pass {name}.bool() (True = attend)"
+            )
+    return mask
+
+
+def check_key_keep_mask(keep: torch.Tensor, batch: int, t_k: int, device: torch.device) -> torch.Tensor:
+    """Validate a ``(B, T_k)`` bool keep-mask (True = real key) and return it as ``(B, 1, 1, T_k)``."""
+    check_rank(keep, "key_keep_mask", (2,), "(B, T_k), True at keys that may be attended")
+    if keep.dtype != torch.bool:
+        raise TypeError(
+            f"key_keep_mask must be bool (True = attend), got {keep.dtype}: use key_keep_mask.bool(); from "
+            "PyTorch's key_padding_mask (True = ignore) use ~key_padding_mask"
+        )
+    if tuple(keep.shape) != (batch, t_k):
+        raise ValueError(
+            f"key_keep_mask has shape {tuple(keep.shape)} but the keys are (B, T_k) = ({batch}, {t_k})"
+        )
+    check_same_device(keep, "key_keep_mask", device, "the attention inputs")
+    return keep[:, None, None, :]
+
+
 def to_additive_mask(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     """Bool keep-mask -> additive float mask (0 where True, −inf where False)."""
+    check_tensor(mask, "mask")
     if mask.dtype != torch.bool:
         raise TypeError(f"to_additive_mask takes a bool mask, got {mask.dtype}")
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
@@ -73,6 +150,7 @@ def to_additive_mask(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
 
 def from_additive_mask(mask: torch.Tensor) -> torch.Tensor:
     """Additive float mask -> bool keep-mask (True where the added value is finite)."""
+    check_tensor(mask, "mask")
     if not torch.is_floating_point(mask):
         raise TypeError(f"from_additive_mask takes a float mask, got {mask.dtype}")
     return torch.isfinite(mask)
@@ -80,7 +158,12 @@ def from_additive_mask(mask: torch.Tensor) -> torch.Tensor:
 
 def to_torch_key_padding_mask(mask: torch.Tensor) -> torch.Tensor:
     """Our ``(B, 1, 1, T)`` keep-mask -> ``nn.MultiheadAttention``'s ``key_padding_mask`` ``(B, T)`` (True = ignore)."""
+    check_rank(mask, "mask", (2, 4), "(B, 1, 1, T) or (B, T) bool keep-mask")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"to_torch_key_padding_mask takes a bool keep-mask, got {mask.dtype}")
     if mask.dim() == 4:
+        if mask.shape[1] != 1 or mask.shape[2] != 1:
+            raise ValueError(f"a key padding mask is (B, 1, 1, T), got {tuple(mask.shape)}")
         mask = mask[:, 0, 0, :]
     return ~mask
 
@@ -93,4 +176,7 @@ def from_torch_key_padding_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
 
 def to_torch_attn_mask(mask: torch.Tensor) -> torch.Tensor:
     """Our ``(T_q, T_k)`` keep-mask -> ``nn.MultiheadAttention``'s bool ``attn_mask`` (True = not allowed)."""
+    check_tensor(mask, "mask")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"to_torch_attn_mask takes a bool keep-mask, got {mask.dtype}")
     return ~mask

@@ -6,6 +6,10 @@
 * ``EncoderClassifier``: encoder + masked mean (or [CLS]) pooling + linear head.
 * ``GPT``: decoder-only language model (causal self-attention, no cross-attention), KV cache for generation.
 * ``MaskedLM``: BERT-style encoder with a masked-token prediction head.
+
+Constructors take the vocabulary size(s) positionally and everything else by keyword, with the same names in every
+model (``max_len`` is the longest sequence, ``n_layers``/``d_model``/``n_heads``/``d_ff`` the shape); the shared
+layer hyperparameters (dropout per site, activation, norm_first, eps, norm, bias) are a ``config.LayerConfig``.
 """
 
 from __future__ import annotations
@@ -13,20 +17,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import KVCache
-from .layers import DecoderLayer, EncoderLayer
+from .config import LayerConfig, check_size
+from .kv_cache import KVCache
+from .layers import DecoderLayer, EncoderLayer, check_memory
 from .masks import padding_mask
 from .norm import make_norm
+from .pooling import check_keep_mask, masked_mean
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
-from .validation import check_rank
-
-
-def _positions(kind: str, d_model: int, max_len: int, dropout: float) -> nn.Module:
-    if kind == "sinusoidal":
-        return SinusoidalPositionalEncoding(d_model, max_len, dropout)
-    if kind == "learned":
-        return LearnedPositionalEmbedding(max_len, d_model, dropout)
-    raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {kind!r}")
+from .validation import check_bool, check_int, check_rank
 
 
 class _LayerStack(nn.Module):
@@ -40,21 +38,22 @@ class _LayerStack(nn.Module):
         d_model: int,
         n_heads: int,
         d_ff: int,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
+        *,
         final_norm: bool | None = None,
-        eps: float = 1e-5,
-        norm: str = "layer",
+        config: LayerConfig | None = None,
+        **layer,
     ):
         super().__init__()
+        if config is not None and layer:
+            raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
+        cfg = config or LayerConfig.merge(layer)
+        check_size(n_layers, "n_layers")
         self.layers = nn.ModuleList(
-            self.layer_class(d_model, n_heads, d_ff, dropout, activation, norm_first, eps, norm)
-            for _ in range(n_layers)
+            self.layer_class(d_model, n_heads, d_ff, **cfg.as_kwargs()) for _ in range(n_layers)
         )
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = make_norm(norm, d_model, eps) if final_norm else nn.Identity()
+        final_norm = cfg.norm_first if final_norm is None else check_bool(final_norm, "final_norm")
+        self.norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias) if final_norm else nn.Identity()
 
 
 class Encoder(_LayerStack):
@@ -67,11 +66,12 @@ class Encoder(_LayerStack):
         x: torch.Tensor,
         mask: torch.Tensor | None = None,
         *,
+        key_keep_mask: torch.Tensor | None = None,
         is_causal: bool = False,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
         for layer in self.layers:
-            x = layer(x, mask, is_causal=is_causal, cache=cache)
+            x = layer(x, mask, key_keep_mask=key_keep_mask, is_causal=is_causal, cache=cache)
         return self.norm(x)
 
 
@@ -90,9 +90,21 @@ class Decoder(_LayerStack):
         is_causal: bool = True,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
+        check_memory(memory)
         for layer in self.layers:
             y = layer(y, memory, self_mask, memory_mask, is_causal=is_causal, cache=cache)
         return self.norm(y)
+
+
+def _d_ff(d_ff, d_model: int) -> int:
+    return 4 * d_model if d_ff is None else check_size(d_ff, "d_ff")
+
+
+def _pad_id(pad_id, vocab_size: int) -> int:
+    pad_id = check_int(pad_id, "pad_id", 0)
+    if pad_id >= vocab_size:
+        raise ValueError(f"pad_id={pad_id} is outside the vocabulary [0, {vocab_size})")
+    return pad_id
 
 
 class Transformer(nn.Module):
@@ -106,32 +118,33 @@ class Transformer(nn.Module):
         self,
         src_vocab: int,
         tgt_vocab: int,
+        *,
         d_model: int = 512,
         n_heads: int = 8,
         n_encoder_layers: int = 6,
         n_decoder_layers: int = 6,
-        d_ff: int = 2048,
-        dropout: float = 0.1,
+        d_ff: int | None = 2048,
         max_len: int = 512,
         pad_id: int = 0,
         tie_weights: bool = False,
-        norm_first: bool = False,
-        activation: str = "relu",
         final_norm: bool | None = None,
+        **layer,
     ):
         super().__init__()
-        self.pad_id, self.d_model = pad_id, d_model
+        cfg = LayerConfig.merge(layer)
+        src_vocab, tgt_vocab = check_size(src_vocab, "src_vocab"), check_size(tgt_vocab, "tgt_vocab")
+        self.pad_id, self.d_model, self.max_len = _pad_id(pad_id, min(src_vocab, tgt_vocab)), d_model, max_len
         self.src_embed = TokenEmbedding(src_vocab, d_model)
         self.tgt_embed = TokenEmbedding(tgt_vocab, d_model)
-        self.src_pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
-        self.tgt_pos = SinusoidalPositionalEncoding(d_model, max_len, dropout)
-        kw = dict(dropout=dropout, activation=activation, norm_first=norm_first, final_norm=final_norm)
-        self.encoder = Encoder(n_encoder_layers, d_model, n_heads, d_ff, **kw)
-        self.decoder = Decoder(n_decoder_layers, d_model, n_heads, d_ff, **kw)
-        self.generator = nn.Linear(d_model, tgt_vocab)  # the output layer: logits
+        self.src_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
+        self.tgt_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
+        shape = dict(d_model=d_model, n_heads=n_heads, d_ff=_d_ff(d_ff, d_model), final_norm=final_norm, config=cfg)
+        self.encoder = Encoder(n_encoder_layers, **shape)
+        self.decoder = Decoder(n_decoder_layers, **shape)
+        self.generator = nn.Linear(d_model, tgt_vocab, bias=cfg.bias)  # the output layer: logits
         for emb in (self.src_embed, self.tgt_embed):
             nn.init.normal_(emb.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
-        if tie_weights:  # Press & Wolf (2017): share E and W_out
+        if check_bool(tie_weights, "tie_weights"):  # Press & Wolf (2017): share E and W_out
             self.generator.weight = self.tgt_embed.weight
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -149,6 +162,8 @@ class Transformer(nn.Module):
     ) -> torch.Tensor:
         """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``. With a cache, pass only the new tokens."""
         check_rank(tgt_in, "tgt_in", (2,), "(B, T_t) token ids")
+        if cache is not None:
+            cache.bind(self)
         offset = cache.offset if cache is not None else 0
         y = self.tgt_pos(self.tgt_embed(tgt_in), offset=offset)
         # Padding in the target only ever sits *after* the real tokens, and the causal mask already stops real
@@ -171,25 +186,33 @@ class EncoderClassifier(nn.Module):
         self,
         vocab_size: int,
         n_classes: int,
+        *,
         d_model: int = 128,
         n_heads: int = 4,
         n_layers: int = 2,
         d_ff: int | None = None,
-        dropout: float = 0.1,
         max_len: int = 512,
         pad_id: int = 0,
         pool: str = "mean",
         positional: str = "sinusoidal",
-        norm_first: bool = False,
+        **layer,
     ):
         super().__init__()
+        cfg = LayerConfig.merge(layer)
         if pool not in ("mean", "cls"):
             raise ValueError(f"pool must be 'mean' or 'cls' (first token), got {pool!r}")
-        self.pad_id, self.pool = pad_id, pool
+        if check_size(n_classes, "n_classes") < 2:
+            raise ValueError(f"n_classes must be >= 2 (a softmax over one class is always 1), got {n_classes}")
+        self.pad_id, self.pool, self.max_len = _pad_id(pad_id, check_size(vocab_size, "vocab_size")), pool, max_len
         self.embed = TokenEmbedding(vocab_size, d_model)
-        self.pos = _positions(positional, d_model, max_len, dropout)
-        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, norm_first=norm_first)
-        self.head = nn.Linear(d_model, n_classes)
+        if positional == "sinusoidal":
+            self.pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
+        elif positional == "learned":
+            self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
+        else:
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        self.encoder = Encoder(n_layers, d_model, n_heads, _d_ff(d_ff, d_model), config=cfg)
+        self.head = nn.Linear(d_model, n_classes, bias=cfg.bias)
         nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -198,49 +221,49 @@ class EncoderClassifier(nn.Module):
         h = self.encoder(self.pos(self.embed(ids)), mask)  # (B, T, C)
         if self.pool == "cls":
             return self.head(h[:, 0])
-        keep = mask[:, 0, 0, :, None].to(h.dtype)  # (B, T, 1): padding must not vote
-        pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1.0)  # (B, C)
-        return self.head(pooled)
+        return self.head(masked_mean(h, mask[:, 0, 0, :]))  # (B, C) -> (B, n_classes)
 
 
 class GPT(nn.Module):
     """Decoder-only language model: ids ``(B, T)`` -> next-token logits ``(B, T, V)`` (lesson 11).
 
     Pre-norm blocks with GELU and learned positions, as in GPT-2; the output layer shares the embedding matrix.
-    Pass a ``KVCache`` to feed only the new tokens after the first call.
+    ``max_len`` is the context window (nanoGPT's ``block_size``). Pass a ``KVCache`` to feed only the new tokens.
     """
 
     def __init__(
         self,
         vocab_size: int,
-        block_size: int = 256,
+        *,
+        max_len: int = 256,
         n_layers: int = 6,
         n_heads: int = 6,
         d_model: int = 384,
         d_ff: int | None = None,
-        dropout: float = 0.1,
         tie_weights: bool = True,
-        norm_first: bool = True,
-        activation: str = "gelu",
+        **layer,
     ):
         super().__init__()
-        self.block_size = block_size
-        self.embed = TokenEmbedding(vocab_size, d_model, scale=False)  # GPT-2 does not scale by √d
-        self.pos = LearnedPositionalEmbedding(block_size, d_model, dropout)
-        self.blocks = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, norm_first)
+        cfg = LayerConfig.merge(layer, norm_first=True, activation="gelu")
+        self.max_len = check_size(max_len, "max_len")
+        self.embed = TokenEmbedding(check_size(vocab_size, "vocab_size"), d_model, scale=False)  # no ×√d (GPT-2)
+        self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
+        self.blocks = Encoder(n_layers, d_model, n_heads, _d_ff(d_ff, d_model), config=cfg)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for w in (self.embed.weight, self.pos.embedding.weight):
             nn.init.normal_(w, std=0.02)
-        if tie_weights:
+        if check_bool(tie_weights, "tie_weights"):
             self.lm_head.weight = self.embed.weight
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         check_rank(ids, "ids", (2,), "(B, T) token ids")
+        if cache is not None:
+            cache.bind(self)
         offset = cache.offset if cache is not None else 0
-        if offset + ids.size(1) > self.block_size:
+        if offset + ids.size(1) > self.max_len:
             raise ValueError(
-                f"GPT context is {self.block_size} tokens but got {offset + ids.size(1)}: crop the input "
-                f"to its last {self.block_size} tokens (generate() does this) or build a longer model"
+                f"GPT context is {self.max_len} tokens but got {offset + ids.size(1)}: crop the input "
+                f"to its last {self.max_len} tokens (generate() does this) or build a longer model"
             )
         x = self.pos(self.embed(ids), offset=offset)  # (B, T, C)
         x = self.blocks(x, is_causal=True, cache=cache)
@@ -255,32 +278,39 @@ class MaskedLM(nn.Module):
     def __init__(
         self,
         vocab_size: int,
+        *,
         d_model: int = 128,
         n_heads: int = 4,
         n_layers: int = 2,
         d_ff: int | None = None,
-        dropout: float = 0.1,
         max_len: int = 512,
         pad_id: int = 0,
-        activation: str = "gelu",
-        eps: float = 1e-12,
+        **layer,
     ):
         super().__init__()
-        self.pad_id = pad_id
+        cfg = LayerConfig.merge(layer, activation="gelu", eps=1e-12)
+        self.pad_id, self.max_len = _pad_id(pad_id, check_size(vocab_size, "vocab_size")), max_len
         self.embed = TokenEmbedding(vocab_size, d_model, scale=False)
-        self.pos = LearnedPositionalEmbedding(max_len, d_model, dropout)
-        self.embed_norm = make_norm("layer", d_model, eps)
-        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff or 4 * d_model, dropout, activation, eps=eps)
-        self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), make_norm("layer", d_model, eps))
-        self.decoder = nn.Linear(d_model, vocab_size)
+        self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
+        self.embed_norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias)
+        self.encoder = Encoder(n_layers, d_model, n_heads, _d_ff(d_ff, d_model), config=cfg)
+        self.transform = nn.Sequential(
+            nn.Linear(d_model, d_model, bias=cfg.bias), nn.GELU(), make_norm(cfg.norm, d_model, eps=cfg.eps,
+                                                                           bias=cfg.bias)
+        )
+        self.decoder = nn.Linear(d_model, vocab_size, bias=cfg.bias)
         # BERT initialises *both* tables with std 0.02: with nn.Embedding's default N(0, 1) positions, the token
         # signal would be 50× weaker than the position signal after embed_norm, and the model could not learn.
         for w in (self.embed.weight, self.pos.embedding.weight):
             nn.init.normal_(w, std=0.02)
         self.decoder.weight = self.embed.weight  # tied, as in BERT
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(B, T, V)``, or ``(N, V)`` at the N positions where ``select`` (B, T) is True: the output layer
+        (d_model × V per position) then runs only where there is something to predict, as in BERT."""
         check_rank(ids, "ids", (2,), "(B, T) token ids")
         x = self.embed_norm(self.pos(self.embed(ids)))
-        h = self.encoder(x, padding_mask(ids, self.pad_id))
-        return self.decoder(self.transform(h))  # (B, T, V)
+        h = self.encoder(x, padding_mask(ids, self.pad_id))  # (B, T, C)
+        if select is not None:
+            h = h[check_keep_mask(select, ids.shape, "select")]  # (N, C)
+        return self.decoder(self.transform(h))  # (B, T, V) or (N, V)

@@ -14,13 +14,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import check_float, check_last_dim, check_positive
+from .validation import check_bool, check_float, check_int, check_last_dim, check_positive, check_same_device
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
 def layer_norm(
     x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
-    """LayerNorm written out from the formula (what lesson 06 derives)."""
+    """LayerNorm written out from the formula (what lesson 06 derives).
+
+    Half-precision inputs are normalised in float32 (as the fused kernels do): in float16, (x − μ)² overflows at
+    |x − μ| ≈ 256 and the output would collapse to β.
+    """
+    dtype = x.dtype
+    x = _upcast(x)
     mean = x.mean(dim=-1, keepdim=True)  # (…, 1)
     var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # biased variance, (…, 1)
     y = (x - mean) * torch.rsqrt(var + eps)
@@ -28,12 +38,13 @@ def layer_norm(
         y = y * weight
     if bias is not None:
         y = y + bias
-    return y
+    return y.to(dtype)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """RMSNorm written out from the formula."""
-    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+    """RMSNorm written out from the formula (float32 inside for half inputs, like ``layer_norm``)."""
+    dtype, x = x.dtype, _upcast(x)
+    return (x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight).to(dtype)
 
 
 class LayerNorm(nn.Module):
@@ -47,19 +58,23 @@ class LayerNorm(nn.Module):
     def __init__(
         self,
         d_model: int,
+        *,
         eps: float = 1e-5,
         elementwise_affine: bool = True,
         bias: bool = True,
         fused: bool = True,
     ):
         super().__init__()
-        self.d_model, self.eps, self.fused = d_model, check_positive(eps, "eps"), fused
+        self.d_model, self.eps = check_int(d_model, "d_model"), check_positive(eps, "eps")
+        self.fused = check_bool(fused, "fused")
+        check_bool(elementwise_affine, "elementwise_affine"), check_bool(bias, "bias")
         self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None  # γ
         self.bias = nn.Parameter(torch.zeros(d_model)) if elementwise_affine and bias else None  # β
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_float(x, "x")
         check_last_dim(x, "x", self.d_model)
+        check_same_device(x, "x", self.weight.device if self.weight is not None else x.device, "the norm")
         if self.fused:
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
         return layer_norm(x, self.weight, self.bias, self.eps)
@@ -71,15 +86,16 @@ class LayerNorm(nn.Module):
 class RMSNorm(nn.Module):
     """RMSNorm: γ ⊙ x / √(mean(x²) + ε); no mean subtraction, no β."""
 
-    def __init__(self, d_model: int, eps: float = 1e-6, fused: bool = True):
+    def __init__(self, d_model: int, *, eps: float = 1e-6, fused: bool = True):
         super().__init__()
-        self.d_model, self.eps = d_model, check_positive(eps, "eps")
-        self.fused = fused and hasattr(F, "rms_norm")  # F.rms_norm arrived in torch 2.4
+        self.d_model, self.eps = check_int(d_model, "d_model"), check_positive(eps, "eps")
+        self.fused = check_bool(fused, "fused") and hasattr(F, "rms_norm")  # F.rms_norm arrived in torch 2.4
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_float(x, "x")
         check_last_dim(x, "x", self.d_model)
+        check_same_device(x, "x", self.weight.device, "the norm")
         if self.fused:
             return F.rms_norm(x, (self.d_model,), self.weight, self.eps)
         return rms_norm(x, self.weight, self.eps)
@@ -88,10 +104,10 @@ class RMSNorm(nn.Module):
         return f"{self.d_model}, eps={self.eps}"
 
 
-def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
-    """``"layer"`` -> LayerNorm, ``"rms"`` -> RMSNorm."""
+def make_norm(kind: str, d_model: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
+    """``"layer"`` -> LayerNorm (β only with ``bias``), ``"rms"`` -> RMSNorm (never a β)."""
     if kind == "layer":
-        return LayerNorm(d_model, eps)
+        return LayerNorm(d_model, eps=eps, bias=bias)
     if kind == "rms":
-        return RMSNorm(d_model, eps)
+        return RMSNorm(d_model, eps=eps)
     raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")

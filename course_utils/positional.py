@@ -18,15 +18,27 @@ import math
 import torch
 from torch import nn
 
-from .validation import check_positive, check_rank, check_same_device, check_token_ids
+from .validation import (
+    check_bool,
+    check_dtype,
+    check_float,
+    check_int,
+    check_last_dim,
+    check_positive,
+    check_probability,
+    check_rank,
+    check_same_device,
+    check_token_ids,
+)
 
 
 def sinusoidal_encoding(
     max_len: int, d_model: int, base: float = 10000.0, dtype=torch.float32, device=None
 ) -> torch.Tensor:
     """The table PE of shape ``(max_len, d_model)``; even columns sin, odd columns cos (lesson 02)."""
-    check_positive(max_len, "max_len")
-    check_positive(d_model, "d_model")
+    check_int(max_len, "max_len")
+    check_int(d_model, "d_model")
+    check_positive(base, "base")
     position = torch.arange(max_len, dtype=torch.float64, device=device)[:, None]  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (ceil(d/2),)
     inv_freq = torch.exp(-two_i * (math.log(base) / d_model))  # 1 / base^(2i/d)
@@ -37,43 +49,50 @@ def sinusoidal_encoding(
     return pe.to(dtype)
 
 
-def _check_length(seq_len: int, offset: int, max_len: int) -> None:
+def _check_input(x: torch.Tensor, offset: int, d_model: int, max_len: int, table: torch.Tensor) -> int:
+    """x must be a float (B, T, d_model) tensor on the table's device that fits the table from ``offset``."""
+    check_rank(x, "x", (3,), "(B, T, d_model) token vectors (pass ids through TokenEmbedding first)")
+    check_float(x, "x")
+    check_last_dim(x, "x", d_model)
+    check_same_device(x, "x", table.device, "the positional table")
+    offset = check_int(offset, "offset", 0)
+    seq_len = x.size(1)
     if offset + seq_len > max_len:
         raise ValueError(
             f"sequence of length {seq_len} (starting at position {offset}) is longer than the positional table "
-            f"(max_len={max_len}): truncate the input to {max_len - offset} tokens or build the model with "
-            f"max_len >= {offset + seq_len}"
+            f"(max_len={max_len}): " + (f"truncate the input to {max_len - offset} tokens or " if offset < max_len
+                                         else "") + f"build the model with max_len >= {offset + seq_len}"
         )
+    return offset
 
 
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table to ``x (B, T, d_model)``; ``offset`` shifts positions (KV-cache decoding)."""
 
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0, base: float = 10000.0):
+    def __init__(self, d_model: int, *, max_len: int = 5000, dropout: float = 0.0, base: float = 10000.0):
         super().__init__()
-        self.d_model, self.max_len = d_model, max_len
+        self.d_model, self.max_len = check_int(d_model, "d_model"), check_int(max_len, "max_len")
         # A buffer, not a parameter: it moves with .to(device) and is saved, but is never trained.
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability(dropout))
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        check_rank(x, "x", (3,), "(B, T, d_model)")
-        _check_length(x.size(1), offset, self.max_len)
+        offset = _check_input(x, offset, self.d_model, self.max_len, self.pe)
         return self.dropout(x + self.pe[offset : offset + x.size(1)].to(x.dtype))  # (B, T, C)
 
 
 class LearnedPositionalEmbedding(nn.Module):
     """A trained table P ∈ ℝ^{max_len×d_model} (BERT, GPT-2): x + P[pos]."""
 
-    def __init__(self, max_len: int, d_model: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, *, max_len: int = 512, dropout: float = 0.0):
         super().__init__()
-        self.max_len = max_len
+        self.d_model, self.max_len = check_int(d_model, "d_model"), check_int(max_len, "max_len")
         self.embedding = nn.Embedding(max_len, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability(dropout))
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        check_rank(x, "x", (3,), "(B, T, d_model)")
-        _check_length(x.size(1), offset, self.max_len)
+        offset = _check_input(x, offset, self.d_model, self.max_len, self.embedding.weight)
+        check_dtype(x, "x", self.embedding.weight.dtype, "the positional table")
         positions = torch.arange(offset, offset + x.size(1), device=x.device)
         return self.dropout(x + self.embedding(positions))
 
@@ -85,11 +104,11 @@ class TokenEmbedding(nn.Module):
     paper), so multiplying by √d_model brings token vectors to the same magnitude as the ±1 positional encoding.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, scale: bool = True, padding_idx: int | None = None):
+    def __init__(self, vocab_size: int, d_model: int, *, scale: bool = True, padding_idx: int | None = None):
         super().__init__()
-        self.vocab_size, self.d_model = vocab_size, d_model
+        self.vocab_size, self.d_model = check_int(vocab_size, "vocab_size"), check_int(d_model, "d_model")
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
-        self.scale = math.sqrt(d_model) if scale else 1.0
+        self.scale = math.sqrt(d_model) if check_bool(scale, "scale") else 1.0
 
     @property
     def weight(self) -> nn.Parameter:

@@ -2,11 +2,40 @@
 
 Each check raises ``ValueError`` (wrong value or shape) or ``TypeError`` (wrong type or dtype) with a message that
 says what was received, what was expected and how to fix it, instead of a stack trace from deep inside torch.
+
+Checks that read a tensor's *values* (token-id ranges, mask contents) would force a device→host copy on a GPU at
+every call. They run on CPU tensors always, on accelerator tensors only while ``strict_checks(True)`` is on (or
+``COURSE_STRICT_CHECKS=1``), and never under ``torch.compile`` or on ``meta`` tensors (which hold no values).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
+
 import torch
+
+_STRICT = os.environ.get("COURSE_STRICT_CHECKS", "") == "1"
+
+
+def strict_checks(enabled: bool = True) -> bool:
+    """Turn value checks on accelerator tensors on/off (each costs a host sync); returns the previous setting."""
+    global _STRICT
+    previous, _STRICT = _STRICT, bool(enabled)
+    return previous
+
+
+def _compiling() -> bool:
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and getattr(compiler, "is_compiling", lambda: False)())
+
+
+def reads_values(x: torch.Tensor) -> bool:
+    """May a check read ``x``'s values here? (CPU: yes; CUDA/MPS: only in strict mode; meta / compiling: no.)"""
+    if x.device.type == "meta" or _compiling():
+        return False
+    return x.device.type == "cpu" or _STRICT
 
 
 def check_tensor(x, name: str) -> torch.Tensor:
@@ -41,6 +70,7 @@ def check_last_dim(x: torch.Tensor, name: str, size: int, what: str = "d_model")
 
 def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     """Raise ``TypeError`` unless ``x`` is a floating-point tensor (token ids go through an embedding first)."""
+    check_tensor(x, name)
     if not torch.is_floating_point(x):
         raise TypeError(
             f"{name} must be a floating-point tensor, got dtype {x.dtype}: if these are token ids, "
@@ -49,34 +79,82 @@ def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
-def _compiling() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler is not None and getattr(compiler, "is_compiling", lambda: False)())
+def _autocasting(device_type: str) -> bool:
+    try:
+        return bool(torch.is_autocast_enabled(device_type))
+    except (TypeError, RuntimeError):  # an unknown device type (meta) has no autocast
+        return False
+
+
+def check_dtype(x: torch.Tensor, name: str, expected: torch.dtype, owner: str = "the module") -> torch.Tensor:
+    """Raise ``TypeError`` when ``x`` has another float dtype than ``expected`` (autocast regions excepted)."""
+    if x.dtype != expected and not _autocasting(x.device.type):
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but {owner} computes in {expected}: convert with {name}.to({expected}) "
+            f"(or the module with .to({x.dtype})), or run under torch.autocast for mixed precision"
+        )
+    return x
 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids") -> torch.Tensor:
     """Raise unless ``ids`` is an integer tensor with every value in ``[0, vocab_size)``.
 
-    The range check reads the tensor's values (a device sync on a GPU). Under ``torch.compile`` it is skipped:
-    a data-dependent branch would break the graph, and the eager run before compiling has already checked.
+    The range check reads the tensor's values: see the module docstring for when it runs.
     """
     check_tensor(ids, name)
     if ids.dtype in (torch.bool,) or torch.is_floating_point(ids) or torch.is_complex(ids):
         raise TypeError(f"{name} must be an integer tensor (torch.long), got {ids.dtype}: use ids.long()")
-    if _compiling():
+    if not ids.numel() or not reads_values(ids):
         return ids
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        bad = int(ids.max()) if int(ids.max()) >= vocab_size else int(ids.min())
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0:
         raise ValueError(
-            f"{name} contain {bad}, outside the vocabulary [0, {vocab_size}): "
-            f"encode with the tokenizer the model was built for, or build the model with vocab_size > {bad}"
+            f"{name} contain {lo}, a negative id: ids index the vocabulary [0, {vocab_size}); negative numbers "
+            "are often a padding or ignore value (-100) that must be replaced by the pad id before the model"
+        )
+    if hi >= vocab_size:
+        raise ValueError(
+            f"{name} contain {hi}, outside the vocabulary [0, {vocab_size}): "
+            f"encode with the tokenizer the model was built for, or build the model with vocab_size > {hi}"
         )
     return ids
 
 
+def check_int(value, name: str, minimum: int | None = 1) -> int:
+    """Raise ``TypeError`` unless ``value`` is an int (not bool/float/str), ``ValueError`` if below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}: e.g. {name}=int(...)")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_number(value, name: str, minimum: float | None = None, allow_inf: bool = False) -> float:
+    """Raise ``TypeError`` unless ``value`` is a real number; ``ValueError`` if NaN (or inf) or below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    """Raise ``TypeError`` unless ``value`` is a bool (a string "False" would be truthy)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
 def check_divisible(d_model: int, n_heads: int) -> int:
     """Return ``d_k = d_model // n_heads``; raise if the split is impossible."""
-    if not isinstance(d_model, int) or not isinstance(n_heads, int) or d_model <= 0 or n_heads <= 0:
+    for name, v in (("d_model", d_model), ("n_heads", n_heads)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be a positive int, got {type(v).__name__} {v!r}")
+    if d_model <= 0 or n_heads <= 0:
         raise ValueError(
             f"d_model and n_heads must be positive integers, got d_model={d_model!r}, n_heads={n_heads!r}"
         )
@@ -91,7 +169,9 @@ def check_divisible(d_model: int, n_heads: int) -> int:
 
 
 def check_positive(value, name: str, allow_zero: bool = False):
-    """Raise ``ValueError`` unless ``value`` is a positive (or non-negative) number."""
+    """Raise ``TypeError`` unless ``value`` is a number, ``ValueError`` unless it is positive (or non-negative)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     ok = value >= 0 if allow_zero else value > 0
     if not ok:
         bound = ">= 0" if allow_zero else "> 0"
@@ -100,38 +180,12 @@ def check_positive(value, name: str, allow_zero: bool = False):
 
 
 def check_probability(p: float, name: str = "dropout") -> float:
-    """Raise ``ValueError`` unless ``0 <= p < 1``."""
+    """Raise unless ``0 <= p < 1``."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"{name} must be a float in [0, 1), got {type(p).__name__} {p!r}")
     if not 0.0 <= p < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {p!r}: it is a probability (0.1 is a common choice)")
-    return p
-
-
-def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask") -> torch.Tensor:
-    """Check that ``mask`` is bool (True = attend) or float (additive) and broadcasts to ``scores_shape``.
-
-    ``scores_shape`` is ``(B, h, T_q, T_k)``. Integer masks are rejected because 0/1 is ambiguous between
-    "keep" and "block" conventions.
-    """
-    check_tensor(mask, name)
-    if mask.dtype != torch.bool and not torch.is_floating_point(mask):
-        raise TypeError(
-            f"{name} has dtype {mask.dtype}; use a bool mask (True = may attend, as in "
-            "course_utils.masks.padding_mask / causal_mask) or an additive float mask (0 or -inf): "
-            "convert a 0/1 keep-mask with mask.bool()"
-        )
-    if mask.dim() > len(scores_shape):
-        raise ValueError(
-            f"{name} has {mask.dim()} dimensions but attention scores have {len(scores_shape)} "
-            f"(B, h, T_q, T_k) = {tuple(scores_shape)}"
-        )
-    try:
-        torch.broadcast_shapes(tuple(mask.shape), tuple(scores_shape))
-    except RuntimeError:
-        raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} cannot broadcast to the attention scores (B, h, T_q, T_k) = "
-            f"{tuple(scores_shape)}: a padding mask is (B, 1, 1, T_k), a causal mask (T_q, T_k)"
-        ) from None
-    return mask
+    return float(p)
 
 
 def check_same_device(x: torch.Tensor, name: str, expected: torch.device, owner: str = "the module") -> torch.Tensor:

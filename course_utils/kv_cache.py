@@ -1,0 +1,135 @@
+"""The key/value cache of incremental decoding (lessons 10, 11 and 14).
+
+At step t a decoder only needs the *new* token's query: the keys and values of positions < t do not change, so they
+are kept here instead of being recomputed. Each attention module owns one entry:
+
+* self-attention **appends** the new positions' K and V (``append``);
+* cross-attention computes the encoder memory's K and V **once** and reuses them while the memory stays the same
+  tensor (``cross``); a different memory is an error, because the stored keys would belong to another source.
+
+``offset`` counts the positions already processed (the positional encoding of the next token starts there); the
+model advances it after each forward. One cache serves one model and one batch: ``reset()`` starts over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+
+class KVCache:
+    """Per-module keys and values of the positions decoded so far; see the module docstring."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> KVCache:
+        """Forget everything (entries, offset, batch size, owning model): ready for a new batch or a new model."""
+        self._self: dict[nn.Module, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._cross: dict[nn.Module, tuple[torch.Tensor, int, torch.Tensor, torch.Tensor]] = {}
+        self.offset = 0
+        self.batch_size: int | None = None
+        self.owner: nn.Module | None = None
+        return self
+
+    def bind(self, model: nn.Module) -> None:
+        """Tie the cache to ``model`` (models call this): the entries of one model mean nothing to another."""
+        if self.owner is None:
+            self.owner = model
+        elif self.owner is not model:
+            raise ValueError(
+                f"this KVCache holds the keys and values of another {type(self.owner).__name__}: create one "
+                "KVCache per model and per batch (or call cache.reset() before reusing it)"
+            )
+
+    def _check_batch(self, batch: int) -> None:
+        if self.batch_size is None:
+            self.batch_size = batch
+        elif batch != self.batch_size:
+            raise ValueError(
+                f"this KVCache holds {self.batch_size} sequences but the call has a batch of {batch}: call "
+                "cache.reset() (or use a new KVCache) to start a new batch; cache.reorder(index) selects rows"
+            )
+
+    def get(self, module: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """``(k, v)`` stored for ``module``, each ``(B, h, T, d_k)``, or None."""
+        entry = self._self.get(module)
+        if entry is None and module in self._cross:
+            entry = self._cross[module][2:]
+        return entry
+
+    def append(self, module: nn.Module, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Self-attention: store ``k, v (B, h, T_new, d_k)`` after the past ones; returns all of them."""
+        self._check_batch(k.shape[0])
+        past = self._self.get(module)
+        seen = 0 if past is None else past[0].shape[2]
+        if seen != self.offset:
+            raise ValueError(
+                f"KVCache out of step: this attention layer has {seen} cached positions but the cache is at "
+                f"position {self.offset}. Feed each step through the whole model (which calls cache.advance), "
+                "use one KVCache per model, and cache.reset() before decoding a new batch"
+            )
+        if past is not None:
+            if past[0].dtype != k.dtype or past[0].device != k.device:
+                raise ValueError(
+                    f"the cached keys are {past[0].dtype} on {past[0].device} but the new ones are {k.dtype} on "
+                    f"{k.device}: call cache.reset() after moving or converting the model"
+                )
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, T_past + T_new, d_k)
+        self._self[module] = (k, v)
+        return k, v
+
+    def cross(
+        self,
+        module: nn.Module,
+        memory: torch.Tensor,
+        project: Callable[[], tuple[torch.Tensor, torch.Tensor]],
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention: ``project()`` the memory's K, V on first use, then reuse them for the same memory.
+
+        "The same memory" is the same storage, shape (the batch dimension aside, so beam search may expand it) and
+        version (an in-place edit changes the version): anything else raises instead of silently answering with
+        the keys of the old source.
+        """
+        entry = self._cross.get(module)
+        if entry is None:
+            k, v = project()
+            self._check_batch(k.shape[0])
+            self._cross[module] = (memory, memory._version, k, v)
+            return k, v
+        old, version, k, v = entry
+        same = (
+            memory is old
+            or (
+                memory.device == old.device
+                and memory.device.type != "meta"
+                and memory.data_ptr() == old.data_ptr()
+                and memory.shape[1:] == old.shape[1:]
+                and memory.stride()[1:] == old.stride()[1:]
+            )
+        ) and memory._version == version
+        if not same:
+            raise ValueError(
+                "this KVCache holds cross-attention keys computed from another encoder memory (or the memory was "
+                "modified in place): call cache.reset() (or use a new KVCache) before decoding a new source"
+            )
+        self._check_batch(memory.shape[0])
+        return k, v
+
+    def advance(self, n: int) -> None:
+        """Move ``offset`` past the ``n`` positions just processed (models call this after each forward)."""
+        self.offset += n
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep batch rows ``index`` of every entry (beam search re-ranks hypotheses)."""
+        self._self = {m: (k.index_select(0, index), v.index_select(0, index)) for m, (k, v) in self._self.items()}
+        self._cross = {
+            m: (mem, ver, k.index_select(0, index), v.index_select(0, index))
+            for m, (mem, ver, k, v) in self._cross.items()
+        }
+        self.batch_size = int(index.numel())
+
+    def __len__(self) -> int:
+        return len(self._self) + len(self._cross)

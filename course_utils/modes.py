@@ -1,0 +1,29 @@
+"""Inference mode for a model, in one place: every decoding function and evaluation loop uses ``evaluating``.
+
+Dropout is random in training mode, so a model must decode in eval mode; gradients are never needed there. The
+caller's mode is restored afterwards, module by module (a model may keep some submodules frozen in eval mode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[nn.Module]:
+    """``with evaluating(model): ...`` runs the block with ``model.eval()`` under ``torch.no_grad()`` and then puts
+    every submodule back in the training/eval mode it had before, even when the block raises."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"evaluating() takes a torch.nn.Module, got {type(model).__name__}")
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        for m, training in modes:
+            m.training = training

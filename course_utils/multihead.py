@@ -1,0 +1,232 @@
+"""Multi-head attention (lesson 04): h heads of ``attention_with_weights`` with the paper's projections.
+
+    MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+
+Called like ``mha(query)`` (self-attention) or ``mha(query, memory)`` (cross-attention); everything else is a
+keyword. It is *not* ``nn.MultiheadAttention``: masks are True = attend (``key_keep_mask`` for a (B, T_k) padding
+mask, never torch's ``key_padding_mask`` where True = ignore), and it returns one tensor, which raises a TypeError
+if unpacked as torch's ``(out, weights)`` pair. The weights are kept in ``last_weights`` (``need_weights=True`` or
+``record_attention``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import attention_with_weights
+from .kv_cache import KVCache
+from .masks import check_key_keep_mask, check_mask
+from .validation import (
+    _compiling,
+    check_bool,
+    check_divisible,
+    check_dtype,
+    check_float,
+    check_last_dim,
+    check_probability,
+    check_rank,
+    check_same_device,
+)
+
+_UNPACK = (
+    "MultiHeadAttention returns one tensor (B, T_q, d_model), not nn.MultiheadAttention's (output, weights) "
+    "pair: write `out = mha(...)` and read the weights from mha.last_weights after a call with need_weights=True"
+)
+_TORCH_KWARGS = {
+    "key_padding_mask": "key_keep_mask=~key_padding_mask (ours is True = attend, torch's True = ignore)",
+    "attn_mask": "mask= (ours is True = attend; torch's bool attn_mask is True = not allowed: pass ~attn_mask)",
+    "average_attn_weights": "nothing: mha.last_weights keeps every head, (B, h, T_q, T_k)",
+}
+
+
+class AttentionOutput(torch.Tensor):
+    """The ``(B, T_q, d_model)`` result of ``MultiHeadAttention``: a plain tensor in every operation (results are
+    ``torch.Tensor``), except that unpacking it like torch's ``(out, weights)`` pair raises a TypeError."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __iter__(self):
+        raise TypeError(_UNPACK)
+
+    def __repr__(self, **kwargs) -> str:
+        return self.as_subclass(torch.Tensor).__repr__(**kwargs)
+
+
+class MultiHeadAttention(nn.Module):
+    """h heads of scaled dot-product attention with the paper's projections (lesson 04).
+
+    ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h blocks of d_k columns) so that
+    self-attention needs one matrix multiply; the layout equals ``nn.MultiheadAttention.in_proj_weight``.
+    ``out_proj`` is W^O. d_k = d_model / h, so the total cost matches one full-width head.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        self.d_k = check_divisible(d_model, n_heads)
+        self.d_model, self.n_heads, self.dropout = d_model, n_heads, check_probability(dropout)
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=check_bool(bias, "bias"))
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.record_weights = False  # True: keep self.last_weights (B, h, T_q, T_k) for plots
+        self.last_weights: torch.Tensor | None = None
+        nn.init.xavier_uniform_(self.qkv_proj.weight)  # the same initialisation as nn.MultiheadAttention
+        if bias:
+            nn.init.zeros_(self.qkv_proj.bias)
+            nn.init.zeros_(self.out_proj.bias)
+
+    # Views of the paper's matrices, for lessons (F.linear computes x Wᵀ, so these are Wᵀ in the paper's notation).
+    @property
+    def w_q(self) -> torch.Tensor:
+        return self.qkv_proj.weight[: self.d_model]
+
+    @property
+    def w_k(self) -> torch.Tensor:
+        return self.qkv_proj.weight[self.d_model : 2 * self.d_model]
+
+    @property
+    def w_v(self) -> torch.Tensor:
+        return self.qkv_proj.weight[2 * self.d_model :]
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, d_model) -> (B, h, T, d_k)."""
+        b, t, _ = x.shape
+        return x.view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, h, T, d_k) -> (B, T, d_model): the Concat in the formula."""
+        b, _, t, _ = x.shape
+        return x.transpose(1, 2).reshape(b, t, self.d_model)
+
+    def _project(self, query, key, value, cache):
+        d, w, bias = self.d_model, self.qkv_proj.weight, self.qkv_proj.bias
+        if key is None:  # self-attention: one matmul for Q, K and V
+            q, k, v = F.linear(query, w, bias).split(d, dim=-1)
+            k, v = self.split_heads(k), self.split_heads(v)
+            if cache is not None:  # append this step's keys/values to the past ones
+                k, v = cache.append(self, k, v)
+            return self.split_heads(q), k, v
+
+        def memory_kv():
+            if value is None or value is key:  # the usual case: K and V from the same memory
+                k, v = F.linear(key, w[d:], None if bias is None else bias[d:]).split(d, dim=-1)
+            else:
+                k = F.linear(key, w[d : 2 * d], None if bias is None else bias[d : 2 * d])
+                v = F.linear(value, w[2 * d :], None if bias is None else bias[2 * d :])
+            return self.split_heads(k), self.split_heads(v)
+
+        q = F.linear(query, w[:d], None if bias is None else bias[:d])
+        # cross-attention: the encoder's K, V never change while the memory is the same
+        k, v = memory_kv() if cache is None else cache.cross(self, key, memory_kv)
+        return self.split_heads(q), k, v
+
+    def _check_inputs(self, query, key, value) -> None:
+        check_rank(query, "query", (3,), "(B, T, d_model)")
+        check_float(query, "query")
+        check_last_dim(query, "query", self.d_model)
+        weight = self.out_proj.weight
+        check_same_device(query, "query", weight.device, "MultiHeadAttention")
+        check_dtype(query, "query", weight.dtype, "MultiHeadAttention")
+        if key is None and value is not None:
+            raise ValueError(
+                "value was given without key: pass key=value=memory for cross-attention, "
+                "or neither for self-attention"
+            )
+        for name, t in (("key", key), ("value", value)):
+            if t is None:
+                continue
+            check_rank(t, name, (3,), "(B, T_k, d_model)")
+            check_float(t, name)
+            check_last_dim(t, name, self.d_model)
+            check_same_device(t, name, query.device, "query")
+            if t.dtype != query.dtype:
+                raise TypeError(f"query is {query.dtype} but {name} is {t.dtype}: convert both to one dtype")
+            if t.shape[0] != query.shape[0]:
+                raise ValueError(
+                    f"query and {name} have different batch sizes ({query.shape[0]} vs {t.shape[0]}):"
+                    " cross-attention pairs each target sequence with its own source sequence"
+                )
+        if value is not None and value.shape[1] != key.shape[1]:
+            raise ValueError(
+                f"key and value must have the same length T_k (one value per key), got "
+                f"{tuple(key.shape)} and {tuple(value.shape)}"
+            )
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        *positional,
+        mask: torch.Tensor | None = None,
+        key_keep_mask: torch.Tensor | None = None,
+        is_causal: bool = False,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+        **torch_style,
+    ) -> torch.Tensor:
+        """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` for cross-attention (value defaults to key),
+        both ``None`` for self-attention. ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k): ``(T_q, T_k)``
+        or ``(B|1, h|1, T_q, T_k)``; ``key_keep_mask (B, T_k)`` is True at keys that may be attended (real
+        tokens). Returns ``(B, T_q, d_model)`` as one tensor (``positional`` / ``torch_style`` only catch
+        PyTorch-style calls, to say what to write instead)."""
+        if positional:
+            raise TypeError(
+                "MultiHeadAttention takes query, key, value positionally and everything else by keyword: "
+                "mask=... (True = attend) or key_keep_mask=... (B, T_k); a 4th positional argument is "
+                "nn.MultiheadAttention's key_padding_mask, whose True means the opposite (ignore)"
+            )
+        for name in torch_style:
+            fix = _TORCH_KWARGS.get(name)
+            raise TypeError(
+                f"MultiHeadAttention got {name}=, " + (f"PyTorch's keyword: pass {fix}" if fix else "which it "
+                "does not take (keywords: mask, key_keep_mask, is_causal, cache, need_weights)")
+            )
+        self._check_inputs(query, key, value)
+        check_bool(need_weights, "need_weights")
+        t_k = (query if key is None else key).shape[1]
+        if key_keep_mask is not None:
+            keep = check_key_keep_mask(key_keep_mask, query.shape[0], t_k, query.device)
+            if cache is not None and key is None:
+                raise ValueError("key_keep_mask with a self-attention KVCache: pass a full mask= for the cached keys")
+            if mask is None:
+                mask = keep
+            else:
+                check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], t_k))
+                mask = mask & keep if mask.dtype == torch.bool else torch.where(keep, mask, float("-inf"))
+        q, k, v = self._project(query, key, value, cache)  # (B, h, T_q, d_k), (B, h, T_k, d_k) ×2
+        keep_weights = need_weights or self.record_weights
+        out, weights = attention_with_weights(
+            q,
+            k,
+            v,
+            mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            need_weights=keep_weights,
+            is_causal=is_causal,
+        )
+        if keep_weights:
+            self.last_weights = weights.detach()
+        out = self.out_proj(self.merge_heads(out))  # (B, T_q, d_model)
+        return out if _compiling() else out.as_subclass(AttentionOutput)
+
+
+@contextlib.contextmanager
+def record_attention(model: nn.Module):
+    """Within the block every ``MultiHeadAttention`` of ``model`` keeps ``last_weights``; yields the modules in order.
+
+    >>> with record_attention(model) as attn:
+    ...     model(x)
+    >>> weights = [m.last_weights for m in attn]      # one (B, h, T_q, T_k) tensor per attention module
+    """
+    modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    before = [m.record_weights for m in modules]
+    for m in modules:
+        m.record_weights = True
+    try:
+        yield modules
+    finally:
+        for m, flag in zip(modules, before):
+            m.record_weights = flag

@@ -1,0 +1,96 @@
+"""The distribution a language model samples its next token from (lesson 11): one place for τ, top-k and top-p.
+
+    p = softmax(filter(logits / τ))
+
+* temperature τ: τ < 1 sharpens, τ > 1 flattens; ``τ = 0`` means greedy (a one-hot on the argmax).
+* top-k: keep the k largest logits of each row. ``top_k=None`` **or 0** means no filtering (the lesson's slider
+  reads 0 as "off", as Hugging Face does); ``k >= V`` keeps everything.
+* top-p (nucleus, Holtzman et al., 2020): keep the smallest set of most probable tokens whose probabilities add
+  up to at least p; ``top_p=None`` or ``1.0`` means no filtering. The most probable token always stays.
+
+Filters apply after the temperature, top-k before top-p. Probabilities are computed in float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .validation import check_float, check_int, check_number, check_rank, reads_values
+
+
+def _check_top_k(top_k) -> int | None:
+    return None if top_k is None or check_int(top_k, "top_k", 0) == 0 else int(top_k)
+
+
+def _check_top_p(top_p) -> float | None:
+    if top_p is None:
+        return None
+    top_p = check_number(top_p, "top_p")
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1] (1.0 = no filtering), got {top_p}")
+    return None if top_p == 1.0 else top_p
+
+
+def _check_temperature(temperature) -> float:
+    temperature = check_number(temperature, "temperature")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    return temperature
+
+
+def top_k_filter(logits: torch.Tensor, top_k: int | None) -> torch.Tensor:
+    """Set every logit outside the k largest of each row to −inf (``None`` or 0: unchanged). Ties with the k-th
+    largest are kept."""
+    check_float(logits, "logits")
+    top_k = _check_top_k(top_k)
+    if top_k is None or top_k >= logits.size(-1):
+        return logits
+    kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # (…, 1): the k-th largest logit
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, top_p: float | None) -> torch.Tensor:
+    """Nucleus filtering: keep the most probable tokens until their probabilities add up to ``top_p``; every
+    other logit becomes −inf. The best token always stays (``None`` or 1.0: unchanged)."""
+    check_float(logits, "logits")
+    top_p = _check_top_p(top_p)
+    if top_p is None:
+        return logits
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = torch.softmax(sorted_logits.float(), dim=-1)
+    before = probs.cumsum(-1) - probs  # probability mass of the better tokens
+    drop_sorted = before >= top_p  # already enough mass without this token
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def sampling_distribution(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    """``logits (…, V)`` -> the probabilities ``(…, V)`` (float32) that ``sample_next`` draws from."""
+    check_float(logits, "logits")
+    temperature = _check_temperature(temperature)
+    logits = logits.float()
+    if temperature == 0:
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()
+    return torch.softmax(top_p_filter(top_k_filter(logits / temperature, top_k), top_p), dim=-1)
+
+
+def sample_next(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """logits ``(B, V)`` -> next ids ``(B, 1)`` drawn from ``sampling_distribution``; ``temperature=0`` is argmax."""
+    check_rank(logits, "logits", (2,), "(B, V): the logits of the last position, logits[:, -1]")
+    probs = sampling_distribution(logits, temperature, top_k, top_p)
+    if _check_temperature(temperature) == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    if reads_values(probs) and not bool(torch.isfinite(probs).all()):
+        raise ValueError(
+            "the logits hold NaN or +inf (or a row is all -inf), so there is no distribution to sample from: "
+            "the model diverged, check the loss and the learning rate"
+        )
+    return torch.multinomial(probs, 1, generator=generator)
