@@ -53,7 +53,7 @@ def test_demo_cells_metadata_and_comments():
         assert nb["metadata"]["language_info"]["name"] == "python"
         kinds = [c["cell_type"] for c in nb["cells"]]
         assert kinds == ["markdown", "code", "markdown", "code", "markdown", "code"]
-        slides = [c["metadata"]["slideshow"]["slide_type"] for c in nb["cells"]]
+        slides = [c["metadata"].get("slideshow", {}).get("slide_type", "-") for c in nb["cells"]]
         assert slides == ["slide", "-", "fragment", "subslide", "notes", "skip"]
         assert [c["metadata"].get("tags") for c in nb["cells"]] == [
             None,

@@ -241,7 +241,9 @@ def build_notebook(cells: list[Cell], lesson: str, language: str) -> dict:
         raise ValueError(f"language={language!r} is not supported: use one of {LANGUAGES}")
     nb_cells = []
     for index, cell in enumerate(cells):
-        metadata: dict = {"slideshow": {"slide_type": cell.slide_type}}
+        # "-" (continue the slide) is written as no slideshow metadata, nbformat's default: RISE and nbconvert read
+        # both alike, but jupyterlab-slideshow (the live deck mode, docs/presenting.md) hides a cell marked "-".
+        metadata: dict = {} if cell.slide_type == "-" else {"slideshow": {"slide_type": cell.slide_type}}
         if cell.tags:
             metadata["tags"] = list(cell.tags)
         nb_cell = {"cell_type": cell.kind, "id": cell_id(lesson, index), "metadata": metadata}
