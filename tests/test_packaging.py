@@ -97,7 +97,7 @@ def test_core_dependencies_and_installed_torch():
     names = {_name(r) for r in PROJECT["dependencies"]}
     assert names == {"torch", "numpy", "tqdm", "safetensors"}  # the library only: no Jupyter on a GPU box
     lab = {_name(r) for r in EXTRAS["lab"]}
-    assert {"matplotlib", "ipywidgets", "jupyterlab", "jupyterlab-rise"} <= lab
+    assert {"matplotlib", "ipywidgets", "jupyterlab", "jupyterlab-slideshow"} <= lab
     # A lower bound, never a pin: an installed CPU or CUDA torch must satisfy it so `pip install -e` keeps it.
     torch_requirement = next(Requirement(r) for r in PROJECT["dependencies"] if _name(r) == "torch")
     assert torch_requirement.specifier.contains(metadata.version("torch"), prereleases=True)
