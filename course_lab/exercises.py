@@ -22,6 +22,7 @@ Every ``check_*`` function is decorated with :func:`never_raises`. Two ways to w
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable, Iterable
@@ -213,3 +214,46 @@ def run_check(student: Callable, cases: Iterable, compare: Callable = equal_prob
             shown = ", ".join(_short(a) for a in args)
             return report(problem, f"Not yet, for input ({shown})", f"还不对，输入为 ({shown}) 时", lang)
     return passed(lang=lang)
+
+
+# --- shortcuts an exercise forbids ------------------------------------------------------------------------------
+
+
+class Calls(list):
+    """Names of the watched functions that were called (see :func:`watching`); empty when none was."""
+
+
+@contextlib.contextmanager
+def watching(fn: Callable, targets: Iterable[tuple[object, str]]):
+    """Within the block, record calls to ``owner.name`` for each ``(owner, name)`` in ``targets``.
+
+    A check uses it to recognise the shortcut an exercise forbids (calling the library function the student is
+    asked to write). The watched function still runs, so the student's code finishes and the check can say what
+    was used. Globals of ``fn`` bound to a watched object (``from course_utils.masks import padding_mask``) are
+    watched too. Everything is restored on exit. Yields a :class:`Calls` list.
+    """
+    calls, saved, globals_ = Calls(), [], getattr(fn, "__globals__", {})
+    for owner, name in targets:
+        original = getattr(owner, name)
+
+        def spy(*args, __original=original, __name=name, **kwargs):
+            calls.append(__name)
+            return __original(*args, **kwargs)
+
+        own = isinstance(owner, type) and name not in vars(owner)    # inherited: delete again on exit
+        saved.append((owner, name, None if own else original))
+        setattr(owner, name, spy)
+        for key, value in list(globals_.items()):
+            if value is original:
+                saved.append((globals_, key, value))
+                globals_[key] = spy
+    try:
+        yield calls
+    finally:
+        for owner, name, original in reversed(saved):
+            if isinstance(owner, dict):
+                owner[name] = original
+            elif original is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)

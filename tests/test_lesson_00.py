@@ -116,16 +116,31 @@ def _raises(*_):
     raise NotImplementedError
 
 
-def test_check_device_choice():
-    assert l00.check_device_choice(lambda: pick_device().type)
+def test_check_device_choice_tries_every_kind_of_machine(capsys):
+    import torch
+    real = torch.cuda.is_available, torch.backends.mps.is_available
     assert not l00.check_device_choice(lambda: "tpu")
+    assert not l00.check_device_choice(lambda: "cpu")                        # a constant is caught
+    assert "always returns 'cpu'" in capsys.readouterr().out
+    assert not l00.check_device_choice(lambda: "mps" if torch.backends.mps.is_available() else
+                                       "cuda" if torch.cuda.is_available() else "cpu")   # MPS before CUDA
+    assert "test CUDA first" in capsys.readouterr().out
+    assert not l00.check_device_choice(lambda: pick_device().type)           # the forbidden shortcut
     assert not l00.check_device_choice(_raises)
+    assert (torch.cuda.is_available, torch.backends.mps.is_available) == real   # restored
+    import course_utils.train
+    assert course_utils.train.pick_device is pick_device
 
 
 def test_check_mha_parameter_count():
-    assert l00.check_mha_parameter_count(l00.mha_parameter_count)
+    assert l00.check_mha_parameter_count(lambda d, h: 4 * d * d + 4 * d)
     assert not l00.check_mha_parameter_count(lambda d, h: 4 * d * d)          # forgot the biases
     assert not l00.check_mha_parameter_count(lambda d, h: 4 * d * d // h + 4 * d)  # per-head thinking
     assert not l00.check_mha_parameter_count(_raises)
-    with pytest.raises(ValueError, match="divisible"):
-        l00.mha_parameter_count(10, 3)
+
+
+def test_check_attention_memory(capsys):
+    assert l00.check_attention_memory(lambda b, h, t: 4 * b * h * t * t)
+    assert not l00.check_attention_memory(lambda b, h, t: 4 * b * h * t)
+    assert "grows like T" in capsys.readouterr().out
+    assert not l00.check_attention_memory(lambda b, h, t: 2 * b * h * t * t)   # float16's 2 bytes
