@@ -39,7 +39,7 @@ def test_the_seed_rule_gives_only_ones():
     share = sum(w * (seqs == v).float().mean(1) for v, w in ((1, 0.3), (2, 0.2), (3, 0.1)))
     score = share + 0.2 * seqs.float().var(1, unbiased=False) / 1000 + 0.2 * l09.longest_run(seqs) / 30
     assert (score > 0.5).all() and score.min() > 5                 # the variance term alone dwarfs the threshold
-    fig = l09.plot_seed_scores(score)
+    fig = l09.plot_rule_scores(score)
     ax = fig.axes[0]
     assert sum(p.get_height() for p in ax.patches) == 500
     assert ax.lines[0].get_xdata()[0] == 0.5

@@ -9,8 +9,8 @@ import torch
 
 from course_lab import i18n
 from course_lab.lessons import l11_gpt as l11
-from course_utils.decoding import top_k_filter
 from course_utils.models import GPT
+from course_utils.sampling import top_k_filter
 from course_utils.tokenizers import CharTokenizer
 
 matplotlib.use("Agg")
@@ -26,7 +26,7 @@ def tiny():
     """A tiny *untrained* GPT: the widget's logic does not need a trained model."""
     tok = CharTokenizer.from_text(TEXT)
     torch.manual_seed(0)
-    model = GPT(tok.vocab_size, block_size=48, n_layers=1, n_heads=2, d_model=16, dropout=0.0).eval()
+    model = GPT(tok.vocab_size, max_len=48, n_layers=1, n_heads=2, d_model=16, dropout=0.0).eval()
     with torch.no_grad():  # sharper logits than the N(0, 0.02) init, so that temperature visibly matters
         model.lm_head.weight.mul_(40)
     return model, tok
@@ -152,7 +152,7 @@ def test_step_times_same_tokens_and_plot(tiny):
 
 # --- exercise checks ----------------------------------------------------------------------------------------
 
-CHECKS = [l11.check_temperature_softmax, l11.check_top_k, l11.check_top_p]
+CHECKS = [l11.check_gpt_block_params, l11.check_min_p, l11.check_top_p]
 
 def _not_implemented(*args):
     raise NotImplementedError
@@ -161,6 +161,11 @@ def _not_implemented(*args):
 def _top_k(logits, k):
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]
     return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def _min_p(logits, p_base):
+    probs = torch.softmax(logits, dim=-1)
+    return logits.masked_fill(probs < p_base * probs.amax(-1, keepdim=True), float("-inf"))
 
 
 def _top_p(logits, p):
@@ -172,15 +177,12 @@ def _top_p(logits, p):
 
 
 @pytest.mark.parametrize("check, good, bad, message", [
-    (l11.check_temperature_softmax, lambda z, t: torch.softmax(z / t, -1), lambda z, t: torch.softmax(z * t, -1),
-     "multiplied"),
-    (l11.check_temperature_softmax, lambda z, t: torch.softmax(z / t, -1), lambda z, t: torch.softmax(z / t, 0),
-     "wrong dimension"),
-    (l11.check_temperature_softmax, lambda z, t: torch.softmax(z / t, -1),
-     lambda z, t: torch.exp(z / t) / torch.exp(z / t).sum(-1, keepdim=True), "Not finite"),
-    (l11.check_top_k, _top_k, lambda z, k: torch.softmax(top_k_filter(z, k), -1), "not probabilities"),
-    (l11.check_top_k, _top_k, lambda z, k: z.masked_fill(z < torch.topk(z, k, -1).values[..., -1:], 0.0), "−inf"),
-    (l11.check_top_k, _top_k, lambda z, k: top_k_filter(z, min(k + 1, z.size(-1))), "exactly"),
+    (l11.check_gpt_block_params, lambda d, f: 4 * d * d + 2 * d * f + 9 * d + f, lambda d, f: 12 * d * d,
+     "rule of thumb"),
+    (l11.check_gpt_block_params, lambda d, f: 4 * d * d + 2 * d * f + 9 * d + f,
+     lambda d, f: 4 * d * d + 2 * d * f + 5 * d + f, "LayerNorms"),
+    (l11.check_min_p, _min_p, lambda z, p: z.masked_fill(torch.softmax(z, -1) < p, float("-inf")), "scales the"),
+    (l11.check_min_p, _min_p, lambda z, p: torch.softmax(_min_p(z, p), -1), "not probabilities"),
     (l11.check_top_p, _top_p, lambda z, p: top_k_filter(z, 2), "keep the"),
     (l11.check_top_p, l11.top_p_filter, lambda z, p: _top_p(z, p / 2), "keep the"),
 ])
@@ -191,7 +193,7 @@ def test_checks_accept_the_solution_and_reject_mistakes(capsys, check, good, bad
     assert message in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("check", [l11.check_temperature_softmax, l11.check_top_k, l11.check_top_p])
+@pytest.mark.parametrize("check", CHECKS)
 def test_checks_handle_not_implemented_and_crashes(capsys, check):
     assert check(_not_implemented) is False
     assert "Not attempted yet" in capsys.readouterr().out
@@ -202,7 +204,7 @@ def test_checks_handle_not_implemented_and_crashes(capsys, check):
 
 def test_checks_speak_chinese(capsys):
     i18n.set_language("zh")
-    assert l11.check_top_k(_not_implemented) is False
+    assert l11.check_min_p(_not_implemented) is False
     assert "还没有作答" in capsys.readouterr().out
-    assert l11.check_top_k(_top_k) is True
+    assert l11.check_min_p(_min_p) is True
     assert "正确" in capsys.readouterr().out

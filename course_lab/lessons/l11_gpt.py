@@ -3,11 +3,11 @@
 The notebook trains a character-level :class:`course_utils.models.GPT` and writes the causal-LM loss and the
 sampling step itself; this module holds what would distract from that:
 
-* :func:`sampling_distribution`: softmax(logits / τ) restricted to the top k (τ = 0: greedy, one-hot);
+* :func:`sampling_distribution` (from ``course_utils.sampling``): softmax(logits / τ) restricted to the top k;
 * :func:`build_sampling_widget`: a prompt, a temperature and a top-k slider → the next-character distribution as
   a bar chart, plus a continuation sampled with a fixed seed;
 * :func:`step_times` / :func:`plot_step_times`: time each generated token with and without a ``KVCache``;
-* :func:`top_p_filter` (the reference of exercise 3) and the ``check_*`` functions of the exercises.
+* the ``check_*`` functions of the exercises (exercise 3 is checked against ``course_utils.sampling.top_p_filter``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from course_utils.attention import KVCache
-from course_utils.decoding import generate, top_k_filter
+from course_utils.decoding import generate, stream_tokens
+from course_utils.modes import evaluating
+from course_utils.sampling import sampling_distribution, top_k_filter, top_p_filter  # noqa: F401 (lesson API)
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, passed, tensor_problem, type_problem
+from ..exercises import attempt, fail, never_raises, passed, type_problem
 
 # Characters that would be invisible on an axis: shown by a visible stand-in.
 _VISIBLE = {"\n": "↵", " ": "' '", "\t": "⇥"}
@@ -39,30 +40,17 @@ def show_char(token: str) -> str:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
-    """The distribution ``generate`` samples from: softmax(top_k(logits / τ)); τ = 0 gives the argmax one-hot.
-
-    ``top_k`` None or 0 means no filtering. ``logits (..., V)`` -> probabilities ``(..., V)``.
-    """
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-    logits = logits.float()
-    if temperature == 0:
-        return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()
-    return torch.softmax(top_k_filter(logits / temperature, top_k or None), dim=-1)
-
-
 def entropy_bits(probs: torch.Tensor) -> float:
     """Entropy of one distribution in bits (0 for a one-hot, log2 V for a uniform one)."""
     p = probs[probs > 0]
     return float(-(p * p.log2()).sum())
 
 
-@torch.no_grad()
 def next_token_probs(model, tok, prompt: str, temperature: float = 1.0, top_k: int | None = None):
     """``(raw, shaped)``: P(next char | prompt) at τ = 1 and after temperature / top-k, both ``(V,)``."""
     ids = encode_prompt(tok, prompt)
-    logits = model(ids[:, -model.block_size:])[0, -1]  # (V,)
+    with evaluating(model):
+        logits = model(ids[:, -model.max_len:])[0, -1]  # (V,)
     return torch.softmax(logits.float(), -1), sampling_distribution(logits, temperature, top_k)
 
 
@@ -125,7 +113,6 @@ def build_sampling_widget(model, tok, prompt: str = "ROMEO:\n", temperature: flo
     """Prompt text, temperature τ (0 = greedy), top-k (0 = off) and seed → next-character bars + a sample."""
     from ..widgets import LessonWidget, slider
 
-    model.eval()
     vocab = tok.vocab_size
     controls = {
         "prompt": widgets.Textarea(value=prompt, rows=2, continuous_update=False,
@@ -149,28 +136,23 @@ def build_sampling_widget(model, tok, prompt: str = "ROMEO:\n", temperature: flo
 # ------------------------------------------------------------------------------------------------------------
 
 
-@torch.no_grad()
 def step_times(model, ids: torch.Tensor, n_new: int, use_cache: bool) -> tuple[torch.Tensor, list[float]]:
-    """Greedy generation that times every step: ``(ids (B, T + n_new), seconds per new token)``.
+    """Greedy generation (the library's ``stream_tokens`` at τ = 0) timing every step: ``(ids (B, T + n_new),
+    seconds per new token)``.
 
     With the cache each step feeds only the newest token (its query meets all cached keys); without it each step
-    runs the whole sequence again. The sequence must fit the model's window: ``T + n_new <= block_size``.
+    runs the whole sequence again. The sequence must fit the model's window: ``T + n_new <= max_len``.
     """
-    if ids.size(1) + n_new > model.block_size:
-        raise ValueError(f"{ids.size(1)} + {n_new} tokens exceed the model's window of {model.block_size}: "
-                         "generate fewer tokens or use a model with a larger block_size")
-    model.eval()
-    cache = KVCache() if use_cache else None
-    out, times = ids, []
-    feed = ids
-    for _ in range(n_new):
-        t0 = time.perf_counter()
-        logits = model(feed, cache=cache)
-        nxt = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+    if ids.size(1) + n_new > model.max_len:
+        raise ValueError(f"{ids.size(1)} + {n_new} tokens exceed the model's window of {model.max_len}: "
+                         "generate fewer tokens or use a model with a larger max_len")
+    out, times = [ids], []
+    t0 = time.perf_counter()
+    for nxt in stream_tokens(model, ids, n_new, temperature=0, use_cache=use_cache):
         times.append(time.perf_counter() - t0)
-        out = torch.cat([out, nxt], dim=1)
-        feed = nxt if use_cache else out
-    return out, times
+        out.append(nxt)
+        t0 = time.perf_counter()
+    return torch.cat(out, dim=1), times
 
 
 def plot_step_times(with_cache, without_cache, lang=None):
@@ -200,85 +182,91 @@ def plot_step_times(with_cache, without_cache, lang=None):
 # ------------------------------------------------------------------------------------------------------------
 
 
-def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Nucleus filtering (Holtzman et al., 2020): keep the smallest set of most probable tokens whose
-    probabilities add up to at least ``top_p``; every other logit becomes −inf. The best token always stays."""
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits.float(), dim=-1)
-    before = probs.cumsum(-1) - probs  # probability mass of the better tokens
-    drop_sorted = before >= top_p  # already enough mass without this token
-    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-    return logits.masked_fill(drop, float("-inf"))
-
-
 def _cases_logits(seed: int):
     g = torch.Generator().manual_seed(seed)
     return [3 * torch.randn(4, 11, generator=g), torch.tensor([[60.0, 58.0, 10.0, -40.0, 0.5]]),
             torch.randn(2, 3, 7, generator=g)]
 
 
-@never_raises
-def check_temperature_softmax(fn) -> bool:
-    """Exercise 1: ``fn(logits, temperature)`` = softmax(logits / τ) over the last dimension, for τ > 0."""
-    for logits in _cases_logits(11):
-        for tau in (1.0, 0.5, 2.0, 0.05):
-            ok, got = attempt(fn, logits.clone(), tau)
-            if not ok:
-                return False
-            problem = type_problem(got, logits.shape)
-            if problem is not None:
-                return fail(f"τ = {tau}: {problem[0]}", f"τ = {tau}：{problem[1]}")
-            if not torch.isfinite(got).all():
-                return fail(f"Not finite at τ = {tau}: logits / τ can be huge, so exp() overflows; "
-                            "torch.softmax subtracts the maximum for you.",
-                            f"τ = {tau} 时出现了 inf 或 nan：logits / τ 可能非常大，exp() 会溢出；"
-                            "torch.softmax 会替你先减去最大值。")
-            want = torch.softmax(logits / tau, dim=-1)
-            problem = tensor_problem(got, want, atol=1e-5)
-            if problem is None:
-                continue
-            if torch.allclose(got.float(), torch.softmax(logits * tau, -1), atol=1e-5):
-                return fail("You multiplied by τ: divide the logits by the temperature.",
-                            "你乘上了 τ：应该用 logits 除以温度。")
-            if torch.allclose(got.float(), torch.softmax(logits / tau, 0), atol=1e-5):
-                return fail("Normalised along the wrong dimension: use dim=-1 (one distribution per row).",
-                            "归一化的维度不对：要用 dim=-1（每一行是一个分布）。")
-            return fail(f"τ = {tau}: {problem[0]}", f"τ = {tau}：{problem[1]}")
-    return passed("Correct: τ < 1 sharpens the distribution, τ > 1 flattens it, the argmax never moves.",
-                  "正确：τ < 1 让分布更尖锐，τ > 1 让分布更平坦，而概率最大的那个词元始终不变。")
+def gpt_block_params(d_model: int, d_ff: int) -> int:
+    """Parameters of one pre-norm GPT block: two LayerNorms (γ, β), Q/K/V/O with biases, the FFN with biases.
+
+    4d (norms) + 4d² + 4d (attention) + 2·d·d_ff + d_ff + d (FFN) = 4d² + 2·d·d_ff + 9d + d_ff.
+    """
+    return 4 * d_model**2 + 2 * d_model * d_ff + 9 * d_model + d_ff
 
 
 @never_raises
-def check_top_k(fn) -> bool:
-    """Exercise 2: ``fn(logits, k)`` keeps the k largest logits of each row and sets the others to −inf."""
-    for logits in _cases_logits(12):
-        for k in (1, 3, logits.size(-1)):
-            ok, got = attempt(fn, logits.clone(), k)
-            if not ok:
-                return False
-            want = top_k_filter(logits, k)
-            problem = type_problem(got, logits.shape)
-            if problem is not None:
-                return fail(f"k = {k}: {problem[0]}", f"k = {k}：{problem[1]}")
-            kept, kept_want = torch.isfinite(got), torch.isfinite(want)
-            if torch.equal(kept, kept_want) and torch.equal(got[kept], want[kept]):
-                continue
-            if torch.allclose(got.float().sum(-1), torch.ones(got.shape[:-1]), atol=1e-4) and (got >= 0).all():
-                return fail("Return filtered *logits*, not probabilities: the softmax comes afterwards.",
-                            "请返回过滤后的 *logits*，而不是概率：softmax 在之后才做。")
-            if (got == 0).any() and not (~torch.isfinite(got)).any():
-                return fail("Use −inf (float('-inf')), not 0, for the removed tokens: a logit of 0 still gets "
-                            "probability after the softmax.",
-                            "被去掉的词元要设成 −inf（float('-inf')），不能设成 0："
-                            "logit 为 0 在 softmax 之后仍有概率。")
-            n_kept = kept.sum(-1).flatten().tolist()
-            return fail(f"k = {k}: each row should keep exactly {k} finite logits (unchanged), yours keeps "
-                        f"{n_kept}.",
-                        f"k = {k}：每一行应当恰好保留 {k} 个有限的 logit（数值不变），你的结果保留了 {n_kept} 个。")
-    return passed("Correct: sampling can now only pick one of the k best tokens.",
-                  "正确：现在采样只会在最好的 k 个词元里挑选。")
+def check_gpt_block_params(fn) -> bool:
+    """Exercise 1: ``fn(d_model, d_ff)`` = the exact parameter count of one GPT block of ``course_utils``.
+
+    The rule of thumb 12·d² (= 4d² + 2·d·4d, weights only) is the shortcut ruled out: it forgets biases and norms.
+    """
+    for d, d_ff in ((64, 256), (48, 100), (384, 1536)):
+        ok, got = attempt(fn, d, d_ff)
+        if not ok:
+            return False
+        want = gpt_block_params(d, d_ff)
+        if got == want:
+            continue
+        if got in (12 * d * d, 4 * d * d + 2 * d * d_ff):
+            return fail(f"d_model={d}, d_ff={d_ff}: {got:,} counts the weight matrices only (the 12·d² rule of "
+                        "thumb). Count the biases of the four projections and of the two FFN layers, and the γ and "
+                        "β of both LayerNorms.",
+                        f"d_model={d}、d_ff={d_ff}：{got:,} 只数了权重矩阵（即 12·d² 这个经验公式）。"
+                        "还要数四个投影和两层前馈网络的偏置，以及两个层归一化的 γ 和 β。")
+        if got == want - 4 * d:
+            return fail("Almost: you forgot the two LayerNorms (γ and β, d numbers each).",
+                        "差一点：你漏掉了两个层归一化（γ 和 β，各 d 个数）。")
+        return fail(f"d_model={d}, d_ff={d_ff}: expected {want:,}, got {got}. Count Q, K, V, O (d×d + d each), the "
+                    "FFN (d×d_ff + d_ff, then d_ff×d + d) and two LayerNorms (2d each).",
+                    f"d_model={d}、d_ff={d_ff}：应为 {want:,}，实际是 {got}。数一数 Q、K、V、O（各 d×d + d）、"
+                    "前馈网络（d×d_ff + d_ff，再加 d_ff×d + d）和两个层归一化（各 2d）。")
+    return passed("Correct: with d_ff = 4d a block has about 12·d² parameters; the biases and norms are the 9d + d_ff.",
+                  "正确：d_ff = 4d 时一个块约有 12·d² 个参数；偏置和归一化就是多出来的 9d + d_ff。")
+
+
+def min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
+    """min-p filtering: keep the tokens whose probability is at least ``p_base`` times the best one's."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    threshold = p_base * probs.amax(dim=-1, keepdim=True)
+    return logits.masked_fill(probs < threshold, float("-inf"))
+
+
+@never_raises
+def check_min_p(fn) -> bool:
+    """Exercise 2: ``fn(logits, p_base)`` keeps the tokens with probability ≥ p_base · (the largest probability).
+
+    An absolute threshold (probability ≥ p_base) is the shortcut ruled out: it is what min-p improves on.
+    """
+    fixed = torch.log(torch.tensor([[0.4, 0.3, 0.2, 0.06, 0.04], [0.9, 0.05, 0.03, 0.01, 0.01]]))
+    cases = [(fixed, 0.2), (fixed, 0.1)] + [(logits, 0.1) for logits in _cases_logits(12)]
+    for logits, p_base in cases:
+        ok, got = attempt(fn, logits.clone(), p_base)
+        if not ok:
+            return False
+        problem = type_problem(got, logits.shape)
+        if problem is not None:
+            return fail(f"p_base = {p_base}: {problem[0]}", f"p_base = {p_base}：{problem[1]}")
+        want = min_p_filter(logits, p_base)
+        kept, kept_want = torch.isfinite(got), torch.isfinite(want)
+        if torch.equal(kept, kept_want) and torch.equal(got[kept], want[kept]):
+            continue
+        absolute = torch.softmax(logits.float(), -1) >= p_base
+        if torch.equal(kept, absolute):
+            return fail(f"p_base = {p_base}: you kept the tokens with probability ≥ {p_base}. min-p scales the "
+                        "threshold with the best token's probability: p_base × max p, so a confident row keeps "
+                        "fewer tokens and an unsure row more.",
+                        f"p_base = {p_base}：你保留的是概率 ≥ {p_base} 的词元。min-p 的阈值要随最好词元的概率缩放："
+                        "p_base × max p，这样有把握的行保留得少，没把握的行保留得多。")
+        if (got >= 0).all() and torch.allclose(got.float().sum(-1), torch.ones(got.shape[:-1]), atol=1e-4):
+            return fail("Return filtered *logits* (−inf for the removed tokens), not probabilities.",
+                        "请返回过滤后的 *logits*（被去掉的词元设为 −inf），而不是概率。")
+        return fail(f"p_base = {p_base}: the kept set differs: keep a token when softmax(logits) ≥ p_base × the "
+                    "row's largest probability, logits unchanged, others −inf.",
+                    f"p_base = {p_base}：保留的集合不对：softmax(logits) ≥ p_base × 该行最大概率时保留，"
+                    "数值不变，其余设为 −inf。")
+    return passed("Correct: the cut-off follows the model's confidence.", "正确：截断线随模型的把握程度而变。")
 
 
 @never_raises

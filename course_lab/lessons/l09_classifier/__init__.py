@@ -3,7 +3,7 @@
 The notebook writes the pooling, the training recipe (``get_batch`` / ``loss_fn`` for ``course_utils.train.fit``)
 and the baselines itself; this module holds what would distract from that:
 
-* :func:`longest_run` and :func:`plot_seed_scores`: the course seed's synthetic task, whose labels are all 1;
+* :func:`longest_run` and :func:`plot_rule_scores`: the "common mistake" synthetic task, whose labels are all 1;
 * :func:`make_order_task`: "does A come before B?", balanced, and invisible to any position-free model;
 * :func:`accuracy`, :func:`evaluate`, :func:`predict`, :func:`sentence_attention` and the figures
   :func:`plot_accuracies`, :func:`plot_predictions`;
@@ -52,7 +52,7 @@ def label_names(lang: str | None = None) -> tuple[str, str]:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Task 1: the seed's synthetic data set
+# Task 1: the synthetic data set of the "common mistake" slide
 # ------------------------------------------------------------------------------------------------------------
 
 
@@ -68,8 +68,8 @@ def longest_run(seqs: torch.Tensor) -> torch.Tensor:
     return best
 
 
-def plot_seed_scores(scores, threshold: float = 0.5, lang=None):
-    """Histogram of the seed task's scores with its decision threshold: every score lies far to its right."""
+def plot_rule_scores(scores, threshold: float = 0.5, lang=None):
+    """Histogram of the synthetic task's scores with its decision threshold: every score lies far to its right."""
     code = viz.use_language(lang)
     values = viz.to_numpy(scores, "scores").ravel()
     fig = viz.new_figure((7, 3.6))
