@@ -11,20 +11,27 @@ referenced by *relative* URLs: zip ``build/slides`` (or one language folder), un
 from disk or from any web server; nothing is fetched from the internet. (The assets sit next to the decks of
 each language, not one level up, because Firefox refuses fonts from a parent folder of a ``file://`` page.)
 
-``--execute`` (the default) runs every notebook first, in its own folder and with its language, and keeps the
-widget state (``store_widget_state``): figures, printed results and the lesson widgets appear in the slides (the
-widgets are drawn from the saved state: their controls show, but moving them needs a live kernel, i.e. RISE in
-JupyterLab). ``--no-execute`` exports the notebooks as they are committed (no outputs).
+``--execute`` (the default) runs every notebook first, in its own folder and with its language, and fails loudly,
+naming the deck and the cell, on a cell error, a warning (missing CJK glyphs included), an ipywidget left in the
+deck, or (Chinese decks) a matplotlib that draws Chinese as boxes. A lesson widget appears as its figure at its
+default settings, captioned as a static figure: no control in a deck looks live without being live. Cells that
+only check (asserts, exercise checks) are left off the slides. ``--no-execute`` exports the notebooks as they are
+committed (no outputs).
 
 Slide structure comes from each cell's ``metadata.slideshow.slide_type``: ``slide`` starts a new slide,
 ``subslide`` a slide below it, ``fragment`` appears on the next key press, ``notes`` go to the speaker view
-(key ``s``), ``skip`` is left out (setup code, test-only cells).
+(key ``s``, maths drawn as pictures), ``skip`` is left out (setup code, test-only cells). The decks are laid out
+for 1280×720 at scale 1: a slide too full for the screen is split into slides below it, a slide without a
+heading repeats its predecessor's, marked "continued"; nothing is shrunk (tests/browser/test_slides.py and
+tools/slide_report.py measure every slide).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
+import json
 import multiprocessing
 import os
 import re
@@ -54,10 +61,6 @@ ASSETS = {
                             "LICENSE"]),
     "requirejs": ("requirejs", ["require.js", "README.md"]),
     "jquery": ("jquery", ["dist/jquery.min.js", "LICENSE.txt"]),
-    # embed-amd.js loads its icon fonts (Font Awesome) from its own folder. Its CSS offers each font as eot, woff2,
-    # woff, ttf and svg; browsers take the first format they support, woff2 (woff for the oldest): 2.5 MB less.
-    "html-manager": ("@jupyter-widgets/html-manager", ["dist/embed-amd.js", "dist/*.woff2", "dist/*.woff",
-                                                       "dist/embed.js.LICENSE.txt"]),
 }
 # The URLs nbconvert's reveal template is given, relative to the deck (see build_exporter).
 URLS = {
@@ -65,7 +68,6 @@ URLS = {
     "require_js_url": "assets/requirejs/require.js",
     "jquery_url": "assets/jquery/dist/jquery.min.js",
     "mathjax_url": "assets/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
-    "widget_renderer_url": "assets/html-manager/dist/embed-amd.js",
 }
 
 # Fonts. Latin first (Source Sans Pro ships with reveal.js); then the Chinese fonts of macOS, Windows and Linux
@@ -76,7 +78,12 @@ SANS = f'"Source Sans Pro", "Helvetica Neue", Helvetica, Arial, {CJK_FONTS}, san
 MONO = (f'"DejaVu Sans Mono", Menlo, Consolas, "Liberation Mono", "Noto Sans Mono CJK SC", '
         f'"WenQuanYi Micro Hei Mono", {CJK_FONTS}, monospace')
 
-DECK_WIDTH, DECK_HEIGHT = 1280, 800
+# The deck's own size is the common projector's, 1280×720, with no margin: at that screen size reveal draws it at
+# scale 1, so the CSS sizes below are the sizes on the wall (body text >= 24 px, code >= 18 px). Nothing is ever
+# shrunk to fit: a slide that holds too much is split (see FOOTER_JS) into slides stacked below it.
+DECK_WIDTH, DECK_HEIGHT = 1280, 720
+FOOTER_HEIGHT = 34  # the strip at the bottom kept for the footer line
+MIN_BODY_PX, MIN_CODE_PX = 24, 18  # what tests/browser and tools/slide_report.py hold every slide to
 
 CSS = """
 :root {
@@ -86,116 +93,218 @@ CSS = """
   --jp-ui-font-family: var(--course-sans);
   --jp-code-font-family: var(--course-mono);
   --jp-code-font-family-default: var(--course-mono);
-  --jp-content-font-size1: 22px;
-  --jp-ui-font-size1: 20px;
-  --jp-code-font-size: 17px;
-  --jp-content-line-height: 1.45;
+  --jp-content-font-size1: 26px;
+  --jp-ui-font-size1: 24px;
+  --jp-code-font-size: 19px;
+  --jp-content-line-height: 1.4;
   --r-main-font: var(--course-sans);
   --r-heading-font: var(--course-sans);
   --r-code-font: var(--course-mono);
-  --r-main-font-size: 30px;
+  --r-main-font-size: 26px;
 }
 body.jp-Notebook { background: #fff; }
-.reveal { font-family: var(--course-sans); font-size: 30px; }
+.reveal { font-family: var(--course-sans); font-size: 26px; }
 .reveal .slides { text-align: left; }
-.reveal .slides section { box-sizing: border-box; padding: 0 8px; }
+.reveal .slides > section { padding: 0; }
+.reveal .slides section section { box-sizing: border-box; padding: 6px 28px 0; }
 .reveal h1, .reveal h2, .reveal h3, .reveal h4 {
   font-family: var(--course-sans); text-transform: none; color: #1f3a60; letter-spacing: normal;
 }
-.reveal h1 { font-size: 1.9em; }
-.reveal h2 { font-size: 1.45em; border-bottom: 3px solid #e8a33d; padding-bottom: 0.15em; margin-bottom: 0.5em; }
-.reveal h3 { font-size: 1.15em; }
-.reveal .jp-RenderedHTMLCommon { font-size: var(--jp-content-font-size1); line-height: 1.45; padding-right: 0; }
-.reveal .jp-RenderedHTMLCommon p, .reveal .jp-RenderedHTMLCommon li { line-height: 1.45; }
-.reveal .jp-RenderedHTMLCommon h1, .reveal .jp-RenderedHTMLCommon h2 { margin-top: 0.2em; }
+.reveal h1 { font-size: 1.8em; }
+.reveal h2 { font-size: 1.4em; border-bottom: 3px solid #e8a33d; padding-bottom: 0.12em; margin: 0 0 0.4em; }
+.reveal h3 { font-size: 1.12em; }
+.reveal h2.course-continued .course-continued-mark { color: #8a94a6; font-weight: normal; font-size: 0.7em; }
+.reveal .jp-RenderedHTMLCommon { font-size: var(--jp-content-font-size1); line-height: 1.4; padding-right: 0; }
+.reveal .jp-RenderedHTMLCommon p, .reveal .jp-RenderedHTMLCommon li { line-height: 1.4; }
+.reveal .jp-RenderedHTMLCommon p { margin: 0 0 0.5em; }
+.reveal .jp-RenderedHTMLCommon h1, .reveal .jp-RenderedHTMLCommon h2 { margin-top: 0.1em; }
 .reveal .jp-RenderedHTMLCommon code {
-  font-family: var(--course-mono); font-size: 0.9em; background: #f3f4f6; padding: 0 0.2em; border-radius: 3px;
+  font-family: var(--course-mono); font-size: 0.85em; background: #f3f4f6; padding: 0 0.2em; border-radius: 3px;
 }
 .reveal .jp-RenderedHTMLCommon pre code { background: none; padding: 0; }
 .reveal .jp-Cell { padding: 2px 0; }
+.reveal .jp-InputPrompt, .reveal .jp-OutputPrompt { display: none; }
 .reveal .jp-InputArea-editor { border: none; border-left: 4px solid #8aa4c8; border-radius: 0;
   background: #f7f8fa; }
-.reveal div.highlight > pre, .reveal .jp-OutputArea-output > pre {
-  font-family: var(--course-mono); font-size: var(--jp-code-font-size); line-height: 1.35;
+.reveal div.highlight > pre, .reveal .jp-OutputArea-output > pre, .reveal .jp-RenderedHTMLCommon pre {
+  font-family: var(--course-mono); font-size: var(--jp-code-font-size); line-height: 1.3;
 }
-.reveal .jp-OutputArea-output > pre { width: 100%%; white-space: pre-wrap; }
-.reveal .jp-OutputArea-output img, .reveal .jupyter-widgets img {
-  max-width: 100%%; max-height: 520px; width: auto; height: auto; object-fit: contain;
+.reveal .jp-OutputArea-output > pre, .reveal div.highlight > pre { width: 100%%; box-sizing: border-box;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
+.reveal .jp-OutputArea-output img {
+  max-width: 100%%; max-height: 540px; width: auto; height: auto; object-fit: contain;
 }
-.reveal .jupyter-widgets { font-family: var(--course-sans); font-size: 18px; }
-.reveal table { font-size: 20px; margin: 0.4em 0; }
+.reveal table, .reveal .jp-RenderedHTMLCommon table { font-size: 24px; margin: 0.3em 0; }
+.reveal figure.course-static-widget { margin: 0; }
+.reveal figure.course-static-widget img { display: block; max-width: 100%%; max-height: 520px; }
+.reveal figure.course-static-widget figcaption { font-size: 24px; color: #5b6577; font-style: italic; }
 .reveal aside.notes { display: none; }
 /* Title slide: the lesson's first slide, under the course name. */
-.reveal .slides > section:first-of-type > section:first-of-type { padding-top: 70px; }
+.reveal .slides > section:first-of-type > section:first-of-type { padding-top: 60px; }
 .reveal .slides > section:first-of-type > section:first-of-type::before {
   content: "%(course)s"; display: block; font-size: 0.8em; letter-spacing: 0.04em; color: #e8a33d;
   font-weight: 600; margin-left: 10px;
 }
 .reveal .slides > section:first-of-type > section:first-of-type .jp-RenderedHTMLCommon h1 {
-  font-size: 2.2em; margin: 0.1em 0 0.6em; padding-bottom: 0.25em; border-bottom: 4px solid #e8a33d;
+  font-size: 2.1em; margin: 0.1em 0 0.6em; padding-bottom: 0.25em; border-bottom: 4px solid #e8a33d;
 }
 .course-footer {
-  position: fixed; left: 16px; bottom: 10px; z-index: 30; font: 14px var(--course-sans); color: #8a94a6;
+  position: fixed; left: 16px; bottom: 8px; z-index: 30; font: 14px var(--course-sans); color: #8a94a6;
   pointer-events: none;
 }
 .reveal .slide-number { font-family: var(--course-sans); background: transparent; color: #8a94a6; }
+/* Before reveal starts, every slide is laid out at the deck's width, one under the other, to be measured. */
+.reveal.course-measuring .slides { width: %(width)dpx; height: auto; position: absolute; left: 0; top: 0;
+  transform: none; }
+.reveal.course-measuring .slides section { display: block !important; position: relative !important;
+  visibility: hidden; height: auto !important; top: auto !important; }
 """
 
+# Runs before reveal.js starts: (1) every slide without a heading gets its predecessor's, marked "continued";
+# (2) a slide taller than the screen (at 1280×720, fonts, maths and figures loaded) is split into slides stacked
+# below it, each under the same heading: at the cells first, then a code cell between its code and its output,
+# a multi-cell fragment into one fragment per cell. A single piece still too tall stays and is flagged
+# (data-course-overflow), which tests/browser and tools/slide_report.py report as a failure. Never shrunk.
 FOOTER_JS = """
 <script>
+(function () {
+  var reveal = document.querySelector('.reveal');
+  if (reveal) { reveal.classList.add('course-measuring'); }
+})();
 require(
   {waitSeconds: 30},
   ["%(reveal)s/dist/reveal.js", "%(reveal)s/plugin/notes/notes.js", "%(reveal)s/plugin/zoom/zoom.js",
    "%(reveal)s/plugin/search/search.js"],
   function (Reveal, RevealNotes, RevealZoom, RevealSearch) {
     window.Reveal = Reveal;  // for the browser tests and the console
-    // Too much content for one screen: shrink the slide (down to MIN_ZOOM, still readable); what is still too
-    // tall scrolls (mouse wheel or trackpad over the slide) instead of being cut off.
-    var MIN_ZOOM = 0.7, FOOTER = 36;  // FOOTER: the strip at the bottom kept for the footer line
-    function fitSlide() {
-      var slide = Reveal.getCurrentSlide();
-      if (!slide) { return; }
-      slide.style.zoom = '';
-      slide.style.height = '';
-      slide.style.overflowY = '';
-      slide.removeAttribute('data-course-zoom');
-      var room = Reveal.getConfig().height - FOOTER, need = slide.scrollHeight;
-      if (need > room + 2) {
-        var k = Math.max(MIN_ZOOM, room / need);
-        slide.style.zoom = k;
-        slide.setAttribute('data-course-zoom', k.toFixed(2));
-        if (need * k > room + 2) {
-          slide.style.height = (room / k) + 'px';
-          slide.style.overflowY = 'auto';
+    var ROOM = %(height)d - %(footer)d - 6, CONTINUED = %(continued)s;  // 6 px to spare
+    var reveal = document.querySelector('.reveal');
+    function mathDone() {
+      return new Promise(function (done) {
+        if (window.MathJax && MathJax.Hub && MathJax.Hub.Register) {
+          MathJax.Hub.Register.StartupHook("End", function () { MathJax.Hub.Queue(done); });
+        } else { done(); }
+        setTimeout(done, 20000);  // never wait forever for MathJax
+      });
+    }
+    function imagesDone() {
+      return Promise.all([].slice.call(document.querySelectorAll('.reveal img')).map(function (img) {
+        return img.complete ? null : new Promise(function (ok) { img.onload = img.onerror = ok; });
+      }));
+    }
+    function leaves() {
+      return [].slice.call(reveal.querySelectorAll('.slides section')).filter(function (s) {
+        return !s.querySelector('section');
+      });
+    }
+    function units(section) {
+      return [].slice.call(section.children).filter(function (el) {
+        return !el.matches('aside.notes, .course-continued');
+      });
+    }
+    function continuedHeading(from) {
+      var h = from.querySelector('h1, h2, h3');
+      var made = document.createElement('h2');
+      made.className = 'course-continued';
+      if (h) {
+        var copy = h.cloneNode(true);
+        [].slice.call(copy.querySelectorAll('.anchor-link, .course-continued-mark')).forEach(function (a) {
+          a.remove();
+        });
+        [].slice.call(copy.querySelectorAll('[id]')).forEach(function (e) { e.removeAttribute('id'); });
+        made.innerHTML = copy.innerHTML + ' ';
+      }
+      var mark = document.createElement('span');
+      mark.className = 'course-continued-mark';
+      mark.textContent = CONTINUED;
+      made.appendChild(mark);
+      return made;
+    }
+    function refine(unit) {  // split one piece that is too tall into smaller ones, in place
+      if (unit.classList.contains('fragment') && unit.children.length > 1) {
+        [].slice.call(unit.children).forEach(function (child) {
+          var one = document.createElement('div');
+          one.className = unit.className;
+          one.appendChild(child);
+          unit.parentNode.insertBefore(one, unit);
+        });
+        unit.remove();
+        return true;
+      }
+      var cell = unit.classList.contains('fragment') ? unit.firstElementChild : unit;
+      if (cell && cell.classList.contains('jp-CodeCell') && !cell.classList.contains('course-outputs')) {
+        var input = cell.querySelector(':scope > .jp-Cell-inputWrapper');
+        var output = cell.querySelector(':scope > .jp-Cell-outputWrapper');
+        if (input && output) {
+          var part = document.createElement('div');
+          part.className = cell.className + ' course-outputs';
+          part.appendChild(output);
+          var wrap = part;
+          if (unit !== cell) {
+            wrap = document.createElement('div');
+            wrap.className = unit.className;
+            wrap.appendChild(part);
+          }
+          unit.parentNode.insertBefore(wrap, unit.nextSibling);
+          return true;
         }
       }
+      return false;
     }
-    function typeset() {
-      if (window.MathJax && MathJax.Hub) {
-        MathJax.Hub.Queue(["Rerender", MathJax.Hub, Reveal.getCurrentSlide()], fitSlide);
-      } else {
-        fitSlide();
+    function split(section) {
+      for (var guard = 0; guard < 60 && section.offsetHeight > ROOM + 1; guard++) {
+        var parts = units(section), top = section.getBoundingClientRect().top;
+        var cut = parts.findIndex(function (u) { return u.getBoundingClientRect().bottom - top > ROOM; });
+        if (cut <= 0 && parts.length && refine(parts[0])) { continue; }
+        if (cut === 0 && parts.length > 1) { cut = 1; }
+        if (cut <= 0) { break; }
+        if (cut < parts.length && refine(parts[cut])) { continue; }
+        var next = document.createElement('section');
+        next.setAttribute('data-course-continued', '');
+        next.appendChild(continuedHeading(section));
+        parts.slice(cut).forEach(function (u) { next.appendChild(u); });
+        section.parentNode.insertBefore(next, section.nextSibling);
+        section = next;
       }
+      if (section.offsetHeight > ROOM + 1) { section.setAttribute('data-course-overflow', ''); }
     }
-    // A notes cell after a fragment cell lands inside that fragment, and reveal would show those notes only
-    // while that fragment is the newest one shown: make every note a note of its whole slide, as in RISE.
-    document.querySelectorAll('.reveal .slides .fragment aside.notes').forEach(function (note) {
-      note.closest('section').appendChild(note);
-    });
-    Reveal.initialize({
-      controls: true,
-      progress: true,
-      hash: true,
-      center: false,
-      transition: "%(transition)s",
-      slideNumber: "c/t",
-      width: %(width)d,
-      height: %(height)d,
-      margin: 0.04,
-      plugins: [RevealNotes, RevealZoom, RevealSearch]
-    }).then(typeset);
-    Reveal.on('slidechanged', typeset);
-    Reveal.on('resize', typeset);
+    function layoutSlides() {
+      // A notes cell after a fragment cell lands inside that fragment, and reveal would show those notes only
+      // while that fragment is the newest one shown: make every note a note of its whole slide, as in RISE.
+      document.querySelectorAll('.reveal .slides .fragment aside.notes').forEach(function (note) {
+        note.closest('section').appendChild(note);
+      });
+      var all = leaves(), last = null;
+      all.forEach(function (s, i) {
+        if (i > 0 && !s.querySelector('h1, h2, h3') && last) {
+          s.insertBefore(continuedHeading(last), s.firstChild);
+          s.setAttribute('data-course-continued', '');
+        }
+        if (s.querySelector('h1, h2, h3')) { last = s; }
+      });
+      all.forEach(split);
+      reveal.classList.remove('course-measuring');
+    }
+    function start() {
+      Reveal.initialize({
+        controls: true,
+        progress: true,
+        hash: true,
+        center: false,
+        transition: "%(transition)s",
+        slideNumber: "c/t",
+        width: %(width)d,
+        height: %(height)d,
+        margin: 0,
+        minScale: 0.2,
+        maxScale: 2.0,
+        pdfMaxPagesPerSlide: 1,
+        pdfSeparateFragments: false,
+        plugins: [RevealNotes, RevealZoom, RevealSearch]
+      });
+    }
+    Promise.all([mathDone(), imagesDone(), document.fonts ? document.fonts.ready : null])
+      .then(layoutSlides, layoutSlides).then(start);
   }
 );
 </script>
@@ -220,6 +329,10 @@ __CSS__
 __FOOTER_JS__
 {% endblock footer_js %}
 """
+
+CONTINUED = {"en": "(continued)", "zh": "（续）"}
+STATIC_CAPTION = {"en": "Static figure at default settings", "zh": "静态图：默认设置"}
+STATIC_HINT = {"en": "move the controls live in JupyterLab", "zh": "在 JupyterLab 里可以实时调节"}
 
 COURSE_NAME = {"en": "Transformers from scratch", "zh": "从零实现 Transformer"}
 
@@ -263,17 +376,99 @@ def copy_assets(dest: Path, node_modules: Path = NODE_MODULES) -> int:
     return total
 
 
+# Run first in every exported notebook's kernel (then removed from the deck). A lesson widget (LessonWidget)
+# shows, instead of controls that nothing would answer in a static deck, its figure as it is when the cell shows
+# it, i.e. at the widget's default settings, captioned as a static figure. Missing glyphs are errors.
+KERNEL_SETUP = r'''
+import warnings as _course_warnings
+_course_warnings.filterwarnings("error", message="Glyph", category=UserWarning)
+
+
+def _course_static_widgets(caption, hint, lang):
+    import base64
+    import html
+    import importlib
+    import io
+
+    from IPython.display import HTML, display
+
+    def show(self):
+        if self.figure is None:
+            raise RuntimeError(f"the widget has no figure to show (last error: {self.error})")
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", bbox_inches="tight")
+        settings = []
+        if len(self.controls) <= 4:
+            for name, control in self.controls.items():
+                value = getattr(control, "label", None) if hasattr(control, "options") else control.value
+                settings.append(f"{control.description or name} = {value}")
+        if lang == "zh":
+            text = caption + (f"（{'，'.join(settings)}）" if settings else "") + f"；{hint}。"
+        else:
+            text = caption + (f" ({', '.join(settings)})" if settings else "") + f"; {hint}."
+        image = base64.b64encode(buffer.getvalue()).decode("ascii")
+        display(HTML(f'<figure class="course-static-widget"><img src="data:image/png;base64,{image}" '
+                     f'alt="{html.escape(caption)}"><figcaption>{html.escape(text)}</figcaption></figure>'))
+
+    for name in ("course_lab.widgets", "course_utils.widgets"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "LessonWidget"):
+            module.LessonWidget._ipython_display_ = show
+
+
+_course_static_widgets(%(caption)r, %(hint)r, %(lang)r)
+del _course_static_widgets
+'''
+
+# Run last in a Chinese notebook's kernel: a figure with Chinese text must draw without a missing glyph, whether or
+# not the lesson drew one (matplotlib's font cache can predate the CJK font: then it falls back to boxes).
+CJK_PROBE = r'''
+import io as _course_io
+import warnings as _course_warnings
+
+import matplotlib.pyplot as _course_plt
+
+_course_figure = _course_plt.figure(figsize=(2, 1))
+_course_figure.text(0.1, 0.4, "位置编码与注意力")
+try:
+    with _course_warnings.catch_warnings():
+        _course_warnings.simplefilter("error")
+        _course_figure.savefig(_course_io.BytesIO(), format="png")
+except UserWarning as _course_error:
+    import matplotlib as _course_mpl
+    raise RuntimeError(
+        f"matplotlib draws Chinese as empty boxes ({_course_error}); fonts tried: "
+        f"{_course_mpl.rcParams['font.family']} / {_course_mpl.rcParams['font.sans-serif'][:6]}. Install a CJK font "
+        "(fonts-noto-cjk or fonts-wqy-microhei); if one is installed, matplotlib's font cache predates it: delete "
+        f"{_course_mpl.get_cachedir()}/fontlist-*.json and run again") from None
+finally:
+    _course_plt.close(_course_figure)
+'''
+
+
+class ExportError(RuntimeError):
+    """A deck cannot be exported honestly; the message names the deck and the cell."""
+
+
+def _first_line(source: str) -> str:
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    return (lines[0][:70] if lines else "").replace("\n", " ")
+
+
 def execute(path: Path, lang: str, timeout: int):
-    """Run the notebook in its own folder with its language; keep the widget state for the static deck."""
+    """Run the notebook in its own folder with its language; a cell error, a warning or a missing glyph fails."""
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
 
     class Client(NotebookClient):
-        """nbclient plays the front end of ipywidgets' Output widgets (the lesson widgets draw their figures in
-        one): it keeps what they show in the saved widget state, and also sends it back to the kernel, on the
-        shell socket that it is reading the cell's reply from at the same moment. Now and then that reply is then
-        never seen and the export hangs until the cell timeout (jupyter/nbclient#312). A static deck needs the
-        saved state only: skip the echo to the kernel."""
+        """nbclient plays the front end of ipywidgets: it echoes widget state back to the kernel, on the shell
+        socket that it is reading the cell's reply from at the same moment. Now and then that reply is then never
+        seen and the export hangs until the cell timeout (jupyter/nbclient#312). The deck keeps no widget: skip
+        the echo."""
 
         def on_comm_open_jupyter_widget(self, msg):
             widget = super().on_comm_open_jupyter_widget(msg)
@@ -282,11 +477,103 @@ def execute(path: Path, lang: str, timeout: int):
             return widget
 
     nb = nbformat.read(path, as_version=4)
+    deck = f"{lang}/{path.stem}"
+    setup = nbformat.v4.new_code_cell(KERNEL_SETUP % {"caption": STATIC_CAPTION[lang], "hint": STATIC_HINT[lang],
+                                                   "lang": lang})
+    probe = nbformat.v4.new_code_cell(CJK_PROBE)
+    nb.cells = [setup, *nb.cells] + ([probe] if lang == "zh" else [])
+    # store_widget_state: nbclient's comm bookkeeping needs it (KeyError otherwise); the deck drops the state.
     client = Client(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                     resources={"metadata": {"path": str(path.parent)}})
     # COURSE_LANG: labels and messages in the deck's language, whatever folder the kernel is started from.
-    client.execute(env={**os.environ, "COURSE_LANG": lang})
+    env = {**os.environ, "COURSE_LANG": lang,
+           "PYTHONWARNINGS": ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), "error:Glyph:UserWarning"]))}
+    try:
+        client.execute(env=env)
+    except CellExecutionError as err:
+        index = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+            o.get("output_type") == "error" for o in c.get("outputs", []))), None)
+        where = ("the Chinese-font check after the last cell" if index == len(nb.cells) - 1 and lang == "zh"
+                 else f"cell {index - 1} ({_first_line(nb.cells[index].source)!r})" if index else "a cell")
+        raise ExportError(f"{deck}: {where} failed: {err.ename}: {err.evalue}"[:3000]) from None
+    nb.cells = nb.cells[1:len(nb.cells) - (lang == "zh")]
+    nb.metadata.pop("widgets", None)  # no widget is shown in a deck (loud_outputs): no state, no renderer
     return nb
+
+
+WARNING_RE = re.compile(r"\b\w*(Warning|Error)\b|Traceback \(most recent call last\)")
+
+
+def loud_outputs(nb, deck: str) -> None:
+    """Fail on what an executed deck must not hide: a warning or traceback on stderr, an error output that the
+    cell does not expect, a widget (its controls would look live but do nothing without a kernel)."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        where = f"cell {index} ({_first_line(cell.source)!r})"
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "stream" and out.get("name") == "stderr" and WARNING_RE.search(out.get("text", "")):
+                problems.append(f"{where} printed on stderr: {out['text'].strip()[:300]}")
+            elif kind == "error" and "raises-exception" not in cell.metadata.get("tags", []):
+                problems.append(f"{where} raised {out.get('ename')}: {out.get('evalue', '')[:200]}")
+            elif "application/vnd.jupyter.widget-view+json" in out.get("data", {}):
+                problems.append(f"{where} shows an ipywidget, which would look live but do nothing in the deck: "
+                                "use a LessonWidget (shown as a static figure) or mark the cell `skip`")
+    if problems:
+        raise ExportError(f"{deck}: " + "\n  ".join(problems))
+
+
+CHECK_CALL = re.compile(r"^(check|assert)")
+
+
+def _is_check(source: str) -> bool:
+    """A cell that only checks: asserts, assert_*(...), check*(...) calls, possibly assigned to `_`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+
+    def check_call(node) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return bool(CHECK_CALL.match(name))
+
+    for node in tree.body:
+        if isinstance(node, ast.Assert):
+            continue
+        if isinstance(node, ast.Expr) and check_call(node.value):
+            continue
+        if (isinstance(node, ast.Assign) and check_call(node.value)
+                and all(isinstance(t, ast.Name) and t.id == "_" for t in node.targets)):
+            continue
+        return False
+    return bool(tree.body)
+
+
+def curate(nb, resources):
+    """What a room needs: cells that only check (asserts, exercise checks) leave the slides, their slide break
+    moves to the next shown cell; progress text on stderr is dropped (warnings failed the export already)."""
+    carry = None
+    for cell in nb.cells:
+        meta = cell.metadata.setdefault("slideshow", {})
+        kind = meta.get("slide_type", "-")
+        if cell.cell_type == "code" and kind not in ("skip", "notes") and _is_check(cell.source):
+            meta["slide_type"] = "skip"
+            if kind in ("slide", "subslide") and carry != "slide":
+                carry = kind
+            continue
+        if carry and kind in ("-", "fragment"):
+            meta["slide_type"] = carry
+        if kind not in ("skip", "notes"):
+            carry = None
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", [])
+                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    return nb, resources
 
 
 def build_exporter(lang: str, title: str):
@@ -294,19 +581,19 @@ def build_exporter(lang: str, title: str):
     from nbconvert.preprocessors import TagRemovePreprocessor
 
     footer = f"{COURSE_NAME[lang]} · {title}"
-    css = CSS % {"sans": SANS, "mono": MONO, "course": COURSE_NAME[lang]}
-    template = (TEMPLATE.replace("__CSS__", css)
-                .replace("__FOOTER__", _escape(footer))
-                .replace("__FOOTER_JS__", FOOTER_JS % {"reveal": URLS["reveal_url_prefix"], "transition": "slide",
-                                                       "width": DECK_WIDTH, "height": DECK_HEIGHT}))
+    css = CSS % {"sans": SANS, "mono": MONO, "course": COURSE_NAME[lang], "width": DECK_WIDTH}
+    footer_js = FOOTER_JS % {"reveal": URLS["reveal_url_prefix"], "transition": "slide", "width": DECK_WIDTH,
+                             "height": DECK_HEIGHT, "footer": FOOTER_HEIGHT,
+                             "continued": json.dumps(CONTINUED[lang], ensure_ascii=False)}
+    template = (TEMPLATE.replace("__CSS__", css).replace("__FOOTER__", _escape(footer))
+                .replace("__FOOTER_JS__", footer_js))
     exporter = SlidesExporter(
         reveal_url_prefix=URLS["reveal_url_prefix"],
         require_js_url=URLS["require_js_url"],
         jquery_url=URLS["jquery_url"],
         mathjax_url=URLS["mathjax_url"],
-        widget_renderer_url=URLS["widget_renderer_url"],
-        # Not used (the template drops mermaid), but never let a default CDN address into a deck.
-        mermaid_js_url="", mermaid_layout_elk_js_url="", font_awesome_url="",
+        # Never let a default CDN address into a deck (the decks keep no widget, the template drops mermaid).
+        widget_renderer_url="", mermaid_js_url="", mermaid_layout_elk_js_url="", font_awesome_url="",
         reveal_theme="white",
         language_code=lang,
         exclude_input_prompt=True,
@@ -316,17 +603,8 @@ def build_exporter(lang: str, title: str):
     tags = TagRemovePreprocessor(remove_input_tags={"hide-input", "remove-input"},
                                  remove_cell_tags={"remove-cell"}, enabled=True)
     exporter.register_preprocessor(tags, enabled=True)
-    exporter.register_preprocessor(_drop_stderr, enabled=True)
+    exporter.register_preprocessor(curate, enabled=True)
     return exporter
-
-
-def _drop_stderr(nb, resources):
-    """Warnings and progress text on stderr are noise on a slide (the notebook still shows them)."""
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.get("outputs", [])
-                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
-    return nb, resources
 
 
 def _escape(text: str) -> str:
@@ -351,31 +629,84 @@ def export_one(path: str, lang: str, out: str, run: bool, timeout: int) -> tuple
     path_, out_ = Path(path), Path(out)
     t0 = time.perf_counter()
     nb = execute(path_, lang, timeout) if run else nbformat.read(path_, as_version=4)
+    if run:
+        loud_outputs(nb, f"{lang}/{path_.stem}")
     t1 = time.perf_counter()
     title = _title(nb, path_)
     nb.metadata["title"] = title
     body, _ = build_exporter(lang, title).from_notebook_node(nb, resources={"metadata": {"name": path_.stem}})
-    # Speaker notes keep their maths as TeX source: reveal's speaker view (key s) is a separate window without
-    # MathJax, where typeset maths would show up garbled.
-    body = body.replace('<aside class="notes">', '<aside class="notes tex2jax_ignore">')
+    body = notes_maths(body, f"{lang}/{path_.stem}")
     target = out_ / lang / f"{path_.stem}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(body, encoding="utf-8")
     return str(target), t1 - t0, time.perf_counter() - t1
 
 
+NOTES_RE = re.compile(r'<aside class="notes">(.*?)</aside>', re.S)
+NOTES_MATH_RE = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+
+
+def notes_maths(body: str, deck: str) -> str:
+    """Maths in speaker notes as pictures: reveal's speaker view (key s) is a separate window without MathJax,
+    where TeX would show as source. Each $...$ becomes an inline SVG drawn by matplotlib's mathtext; a formula
+    mathtext cannot draw stays TeX source, with a note on stderr naming the deck."""
+    if "<aside" not in body:
+        return body
+
+    def svg(tex: str) -> str:
+        import base64
+        import io
+
+        from matplotlib import mathtext
+        from matplotlib.font_manager import FontProperties
+
+        buffer = io.BytesIO()
+        tex_ = re.sub(r"\\sqrt\s+(\w)", r"\\sqrt{\1}", tex.strip())  # \sqrt 2 -> \sqrt{2}: mathtext needs braces
+        try:
+            mathtext.math_to_image(f"${tex_}$", buffer, prop=FontProperties(size=16), format="svg")
+        except (ValueError, RuntimeError) as err:
+            first = str(err).strip().splitlines()[-1][:120]
+            print(f"note: {deck}: speaker notes keep ${tex}$ as TeX (matplotlib's mathtext: {first})",
+                  file=sys.stderr)
+            return f"<code>${_escape(tex)}$</code>"
+        data = base64.b64encode(buffer.getvalue()).decode("ascii")
+        return (f'<img class="course-notes-math" style="vertical-align: middle" alt="{_escape(tex)}" '
+                f'src="data:image/svg+xml;base64,{data}">')
+
+    def note(match) -> str:
+        html_ = NOTES_MATH_RE.sub(lambda m: svg(_unescape(m.group(1) or m.group(2))), match.group(1))
+        return f'<aside class="notes tex2jax_ignore">{html_}</aside>'
+
+    return NOTES_RE.sub(note, body)
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def write_index(out: Path) -> None:
-    """build/slides/index.html: links to every deck, so that the unzipped folder has a starting page."""
-    rows = []
+    """build/slides/index.html: every lesson by number and title, with its deck in each language."""
+    import nbformat
+
+    rows = {}
     for lang in LANGS:
-        decks = sorted((out / lang).glob("*.html"))
-        if decks:
-            items = "\n".join(f'<li><a href="{lang}/{d.name}">{_escape(d.stem)}</a></li>' for d in decks)
-            rows.append(f"<h2>{COURSE_NAME[lang]} ({lang})</h2>\n<ul>\n{items}\n</ul>")
+        for deck in sorted((out / lang).glob("*.html")):
+            source = NOTEBOOKS / lang / f"{deck.stem}.ipynb"
+            title = _title(nbformat.read(source, as_version=4), source) if source.is_file() else deck.stem
+            rows.setdefault(deck.stem[:2], {})[lang] = (f"{lang}/{deck.name}", title)
+    head = "".join(f"<th>{_escape(COURSE_NAME[lang])}</th>" for lang in LANGS)
+    lines = []
+    for number in sorted(rows):
+        cells = "".join(f'<td><a href="{rows[number][lang][0]}" lang="{lang}">{_escape(rows[number][lang][1])}</a></td>'
+                        if lang in rows[number] else "<td></td>" for lang in LANGS)
+        lines.append(f"<tr><td>{number}</td>{cells}</tr>")
     (out / "index.html").write_text(
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Slides</title>'
-        f"<style>body{{font-family:{SANS};margin:2em auto;max-width:50em}}</style></head>\n<body>\n"
-        + "\n".join(rows) + "\n</body></html>\n", encoding="utf-8")
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Slides · 幻灯片</title>'
+        f"<style>body{{font-family:{SANS};margin:2em auto;max-width:60em;font-size:20px}}"
+        "td,th{padding:0.3em 0.8em;text-align:left}</style></head>\n<body>\n"
+        f"<h1>{_escape(COURSE_NAME['en'])} · {_escape(COURSE_NAME['zh'])}</h1>\n"
+        f"<table>\n<tr><th></th>{head}</tr>\n" + "\n".join(lines) + "\n</table>\n</body></html>\n",
+        encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

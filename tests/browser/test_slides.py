@@ -6,7 +6,7 @@ through a local web server, to prove that figures and the saved widget state ren
 every request that leaves the machine is aborted and recorded (there must be none), no local file may be missing,
 reveal.js must start with the expected number of slides, fragments and speaker notes, MathJax must have typeset
 every formula, and in Chinese decks the Chinese characters must be drawn with real glyphs from a CJK font. One
-screenshot per deck goes to ``build/slides/screenshots/`` (plus ``report.txt``: export times, crowded slides).
+screenshot per deck goes to ``build/slides/screenshots/`` (plus ``report.txt``: export times, sizes per deck).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 import export_slides  # noqa: E402  (tools/ is not a package)
+import slide_report  # noqa: E402
 
 SCREENSHOTS = REPO / "build" / "slides" / "screenshots"
 LANGS = ("en", "zh")
@@ -66,8 +67,8 @@ def exported(tmp_path_factory, playwright_api, require):
     report = SCREENSHOTS / "report.txt"
     report.write_text(f"export without execution, {len(DECKS)} decks: {times['plain']:.1f} s\n"
                       f"export with execution, {EXECUTED_LESSON} EN+ZH: {times['executed']:.1f} s\n"
-                      "slides too full for one screen, measured without outputs (executed decks have more): "
-                      "zoom < 1 = shrunk to fit, 'scrolls' = too full even at the smallest zoom (0.7):\n",
+                      "every slide at 1280x720 (tools/slide_report.py): body >= 24 px, code >= 18 px, "
+                      "no scrolling, a heading, no dead control, one print page per slide:\n",
                       encoding="utf-8")
     return {"plain": plain, "executed": executed, "times": times, "report": report}
 
@@ -87,6 +88,7 @@ def expected_structure(lang: str, stem: str) -> dict:
         "slides": sum(t in ("slide", "subslide") for t in types),
         "fragments": types.count("fragment"),
         "notes": types.count("notes"),
+        "checks": sum(cell.cell_type == "code" and export_slides._is_check(cell.source) for cell in nb.cells),
         "math": any(MATH.search(CODE.sub("", cell.source)) for cell in nb.cells if cell.cell_type == "markdown"),
     }
 
@@ -116,28 +118,6 @@ INSPECT = """() => {
     broken: broken,
     lang: document.documentElement.lang,
   };
-}"""
-
-# Slides whose content is taller than the screen (measured without navigating; the deck shrinks them when shown).
-MEASURE = """() => {
-  // A heading as text, with its maths as TeX source ($d_k$) rather than MathJax's rendered pieces.
-  const text = el => [...el.childNodes].map(n => {
-    if (n.nodeType === 3) { return n.textContent; }
-    if (n.nodeType !== 1) { return ''; }
-    if (n.tagName === 'SCRIPT') { return n.type.startsWith('math/tex') ? '$' + n.textContent + '$' : ''; }
-    if (/MathJax|MJX/.test(n.className) || n.classList.contains('anchor-link')) { return ''; }
-    return text(n);
-  }).join('');
-  const room = Reveal.getConfig().height - 36;
-  return Reveal.getSlides().map(slide => {
-    const parent = slide.parentElement, shown = [slide.style.display, parent.style.display, slide.style.zoom];
-    slide.style.display = 'block'; parent.style.display = 'block'; slide.style.zoom = '';
-    const need = slide.scrollHeight;
-    [slide.style.display, parent.style.display, slide.style.zoom] = shown;
-    const idx = Reveal.getIndices(slide), heading = slide.querySelector('h1, h2, h3');
-    return {h: idx.h, v: idx.v || 0, need: need, room: room,
-            title: heading ? text(heading).trim() : ''};
-  }).filter(s => s.need > s.room + 2);
 }"""
 
 # Chinese text must be drawn with real glyphs. Without a font that has them, Chromium draws the same empty box
@@ -216,12 +196,18 @@ def cjk_problems(page) -> list[str]:
     return problems
 
 
-def crowded_report(page, lang, stem, report: Path) -> None:
-    rows = [f"  {lang}/{stem} slide {s['h']}.{s['v']} '{s['title'][:60]}': zoom {s['room'] / s['need']:.2f}"
-            + (" (scrolls)" if s["room"] / s["need"] < 0.7 else "") for s in page.evaluate(MEASURE)]
-    if rows:
-        with report.open("a", encoding="utf-8") as f:
-            f.write("\n".join(rows) + "\n")
+def room_report(page, url: str, name: str, report: Path) -> dict:
+    """Measure every slide at 1280×720 (tools/slide_report.py); append the deck's line to report.txt."""
+    measured = slide_report.measure_deck(page, url)
+    pages, count = slide_report.print_pages(page, url)
+    if pages != count:
+        measured["problems"].append(f"?print-pdf gives {pages} pages for {count} slides")
+    with report.open("a", encoding="utf-8") as f:
+        f.write("\n".join([slide_report.summary_line(name, measured), *(f"  {p}" for p in measured["problems"])])
+                + "\n")
+    page.goto(url, wait_until="load")  # back to the normal view
+    page.wait_for_function(slide_report.WAIT_READY, timeout=60_000)
+    return measured
 
 
 def check_deck(page, network, errors, lang, stem, *, executed=False):
@@ -232,8 +218,11 @@ def check_deck(page, network, errors, lang, stem, *, executed=False):
     assert errors == [], f"JavaScript errors: {errors}"
     assert info["ready"] and info["total"] > 5, info
     assert info["lang"] == lang
-    assert info["total"] == want["slides"], f"{info['total']} slides, the notebook has {want['slides']}"
-    assert info["fragments"] == want["fragments"], (info["fragments"], want["fragments"])
+    continued = page.evaluate("document.querySelectorAll('.slides section[data-course-continued]').length")
+    assert info["total"] == want["slides"] + continued, \
+        f"{info['total']} slides: the notebook has {want['slides']}, plus {continued} continued"
+    assert info["fragments"] >= want["fragments"] - want["checks"], \
+        (info["fragments"], want["fragments"])
     assert info["notes"] == want["notes"], (info["notes"], want["notes"])
     assert info["notesPlugin"], "reveal's notes plugin (speaker view, key s) is not loaded"
     if want["math"]:
@@ -253,35 +242,46 @@ def check_deck(page, network, errors, lang, stem, *, executed=False):
 
 @pytest.mark.parametrize("deck", DECKS, ids=_deck_id)
 def test_deck_offline_from_disk(deck, exported, new_page):
+    """Every deck, not executed: offline, structure, maths, glyphs, and every slide fits a 1280×720 room."""
     lang, stem = deck
-    page, network, errors = new_page()
-    open_deck(page, (exported["plain"] / lang / f"{stem}.html").as_uri())
+    page, network, errors = new_page(viewport=slide_report.VIEWPORT)
+    url = (exported["plain"] / lang / f"{stem}.html").as_uri()
+    open_deck(page, url)
     check_deck(page, network, errors, lang, stem)
-    crowded_report(page, lang, stem, exported["report"])
     page.screenshot(path=str(SCREENSHOTS / f"{lang}_{stem}.png"))
+    measured = room_report(page, url, f"{lang}/{stem}", exported["report"])
+    assert measured["scale"] == 1, "at 1280×720 the deck must be drawn at scale 1"
+    assert measured["problems"] == [], "\n".join(measured["problems"])
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_executed_deck_with_widget_over_http(lang, exported, new_page, serve_folder):
-    """Figures and the lesson widget, drawn from the saved widget state by the local ipywidgets renderer."""
+def test_executed_deck_static_widget_fits_the_room(lang, exported, new_page, serve_folder):
+    """Executed: figures render offline; the lesson widget is its figure at default settings, captioned as static
+    in the deck's language, with no control that could look live; every slide fits 1280×720."""
     with serve_folder(exported["executed"]) as base:
-        page, network, errors = new_page(allowed=(base + "/",))
-        open_deck(page, f"{base}/{lang}/{EXECUTED_LESSON}.html")
-        page.wait_for_selector(".reveal .jupyter-widgets .widget-slider", state="attached", timeout=30_000)
+        page, network, errors = new_page(viewport=slide_report.VIEWPORT, allowed=(base + "/",))
+        url = f"{base}/{lang}/{EXECUTED_LESSON}.html"
+        open_deck(page, url)
         widget = page.evaluate("""() => {
-          const slider = document.querySelector('.reveal .jupyter-widgets .widget-slider');
-          const view = slider.closest('.jupyter-widgets.jp-OutputArea-output') || slider.closest('section');
-          const img = view.querySelector('img');
-          const idx = Reveal.getIndices(slider.closest('section'));
-          return {sliders: view.querySelectorAll('.widget-slider').length, h: idx.h, v: idx.v || 0,
-                  image: img ? img.naturalWidth : 0};
+          const fig = document.querySelector('.reveal figure.course-static-widget');
+          if (!fig) { return null; }
+          const idx = Reveal.getIndices(fig.closest('section'));
+          return {h: idx.h, v: idx.v || 0, image: fig.querySelector('img').naturalWidth,
+                  caption: fig.querySelector('figcaption').textContent,
+                  controls: document.querySelectorAll('.reveal .slides input, .reveal .slides select, '
+                                                      + '.reveal .slides .jupyter-widgets').length};
         }""")
-        assert widget["sliders"] >= 1 and widget["image"] > 100, f"the widget or its figure did not render: {widget}"
+        assert widget is not None, "the lesson widget is missing from the executed deck"
+        assert widget["image"] > 100 and widget["controls"] == 0, widget
+        assert widget["caption"].startswith(export_slides.STATIC_CAPTION[lang]), widget["caption"]
+        # The widget's defaults (build_pe_explorer: d_model 32, position 10, dimension 4), not a test's settings.
+        assert "32" in widget["caption"] and "10" in widget["caption"], widget["caption"]
         page.evaluate(f"Reveal.slide({widget['h']}, {widget['v']})")
         page.wait_for_timeout(800)  # the slide transition
         check_deck(page, network, errors, lang, EXECUTED_LESSON, executed=True)
-        crowded_report(page, f"{lang} (executed)", EXECUTED_LESSON, exported["report"])
         page.screenshot(path=str(SCREENSHOTS / f"{lang}_{EXECUTED_LESSON}_executed.png"))
+        measured = room_report(page, url, f"{lang}/{EXECUTED_LESSON} (executed)", exported["report"])
+        assert measured["problems"] == [], "\n".join(measured["problems"])
 
 
 def test_speaker_view_shows_the_notes(exported, new_page):
@@ -323,7 +323,7 @@ def test_cjk_check_fails_without_a_chinese_font(exported, launch_browser, tmp_pa
     conf.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>'
                     f"<dir>{fonts}</dir><cachedir>{tmp_path / 'cache'}</cachedir></fontconfig>\n")
     browser = launch_browser(env={**os.environ, "FONTCONFIG_FILE": str(conf)})
-    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     stem = next(stem for lang, stem in DECKS if lang == "zh")
     open_deck(page, (exported["plain"] / "zh" / f"{stem}.html").as_uri())
     problems = cjk_problems(page)
