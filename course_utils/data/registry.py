@@ -131,7 +131,7 @@ REGISTRY: dict[str, Resource] = {
         Resource(
             "tatoeba-cmn", "tatoeba_cmn/cmn.txt", 1_976_573,
             "d8719bfc39a689b8040652557e73a9117dae47691011c8e9a6b3038efe97dc97",
-            "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (about 30% traditional characters)",
+            "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (much of the Chinese traditional)",
             "Tatoeba (tatoeba.org, CC BY 2.0 FR) as packaged in cmn-eng.zip by manythings.org/anki",
             how_to_get="Upstream grows: the current https://www.manythings.org/anki/cmn-eng.zip holds a newer "
             "cmn.txt with a third (attribution) column, so no public copy has these exact bytes. "
