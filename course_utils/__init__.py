@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-from .attention import KVCache, MultiHeadAttention, record_attention, scaled_dot_product_attention
+from .attention import KVCache, MultiHeadAttention, attention_with_weights, record_attention
 from .layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, Residual
 from .masks import causal_mask, combine_masks, padding_mask
 from .models import GPT, Decoder, Encoder, EncoderClassifier, MaskedLM, Transformer
@@ -31,6 +31,9 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "attention",
+    "multihead",
+    "kv_cache",
+    "sampling",
     "masks",
     "positional",
     "norm",
@@ -58,7 +61,7 @@ __all__ = [
     "KVCache",
     "MultiHeadAttention",
     "record_attention",
-    "scaled_dot_product_attention",
+    "attention_with_weights",
     "DecoderLayer",
     "EncoderLayer",
     "PositionwiseFeedForward",

@@ -20,6 +20,18 @@ def check_size(value, name: str, allow_none: bool = False) -> int | None:
     return check_int(value, name, 1)
 
 
+def d_ff_or_default(d_ff, d_model: int) -> int:
+    """The FFN width: ``None`` means 4·d_model (the paper's ratio); 0 or less is refused, not silently replaced."""
+    return 4 * d_model if d_ff is None else check_size(d_ff, "d_ff")
+
+
+def check_pad_id(pad_id, vocab_size: int) -> int:
+    pad_id = check_int(pad_id, "pad_id", 0)
+    if pad_id >= vocab_size:
+        raise ValueError(f"pad_id={pad_id} is outside the vocabulary [0, {vocab_size})")
+    return pad_id
+
+
 @dataclasses.dataclass(frozen=True)
 class LayerConfig:
     """Shared layer hyperparameters.

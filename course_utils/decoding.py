@@ -20,7 +20,7 @@ import torch
 from .kv_cache import KVCache
 from .modes import evaluating
 from .sampling import _check_temperature, _check_top_k, _check_top_p, sample_next
-from .validation import check_bool, check_int, check_number, check_rank
+from .validation import check_bool, check_int, check_number, check_rank, check_token_ids
 
 
 def _check_ids(ids: torch.Tensor, name: str, layout: str) -> None:
@@ -52,6 +52,9 @@ def stream_tokens(
     temperature, top_k, top_p = _check_temperature(temperature), _check_top_k(top_k), _check_top_p(top_p)
     check_bool(use_cache, "use_cache")
     window = check_int(getattr(model, "max_len", None), "model.max_len (the context window)")
+    vocab = getattr(getattr(model, "embed", None), "vocab_size", None)
+    if vocab is not None:  # up front, even when no step runs (max_new_tokens=0)
+        check_token_ids(ids, vocab, "ids")
     out, cache = ids, None
     for _ in range(n):
         with evaluating(model):

@@ -103,7 +103,8 @@ def main(argv=None) -> dict:
     train_ids, val_ids = split_ids(ids, 0.1)
     torch.manual_seed(args.seed)  # the same initial weights in every process
     model = GPT(
-        tok.vocab_size, args.block_size, args.n_layers, args.n_heads, args.d_model, dropout=args.dropout
+        tok.vocab_size, max_len=args.block_size, n_layers=args.n_layers, n_heads=args.n_heads, d_model=args.d_model,
+        dropout=args.dropout,
     ).to(device)
     # Weight decay on the weight matrices only: not on biases, LayerNorm gains or the embedding tables.
     history = None

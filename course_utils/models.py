@@ -17,14 +17,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import LayerConfig, check_size
+from .config import LayerConfig, check_pad_id, check_size, d_ff_or_default
 from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer, check_memory
 from .masks import padding_mask
 from .norm import make_norm
 from .pooling import check_keep_mask, masked_mean
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
-from .validation import check_bool, check_int, check_rank
+from .validation import check_bool, check_rank
 
 
 class _LayerStack(nn.Module):
@@ -61,15 +61,8 @@ class Encoder(_LayerStack):
 
     layer_class = EncoderLayer
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        key_keep_mask: torch.Tensor | None = None,
-        is_causal: bool = False,
-        cache: KVCache | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, key_keep_mask: torch.Tensor | None = None,
+                is_causal: bool = False, cache: KVCache | None = None) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x, mask, key_keep_mask=key_keep_mask, is_causal=is_causal, cache=cache)
         return self.norm(x)
@@ -80,31 +73,13 @@ class Decoder(_LayerStack):
 
     layer_class = DecoderLayer
 
-    def forward(
-        self,
-        y: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-        *,
-        is_causal: bool = True,
-        cache: KVCache | None = None,
-    ) -> torch.Tensor:
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None, *, is_causal: bool = True,
+                cache: KVCache | None = None) -> torch.Tensor:
         check_memory(memory)
         for layer in self.layers:
             y = layer(y, memory, self_mask, memory_mask, is_causal=is_causal, cache=cache)
         return self.norm(y)
-
-
-def _d_ff(d_ff, d_model: int) -> int:
-    return 4 * d_model if d_ff is None else check_size(d_ff, "d_ff")
-
-
-def _pad_id(pad_id, vocab_size: int) -> int:
-    pad_id = check_int(pad_id, "pad_id", 0)
-    if pad_id >= vocab_size:
-        raise ValueError(f"pad_id={pad_id} is outside the vocabulary [0, {vocab_size})")
-    return pad_id
 
 
 class Transformer(nn.Module):
@@ -133,12 +108,13 @@ class Transformer(nn.Module):
         super().__init__()
         cfg = LayerConfig.merge(layer)
         src_vocab, tgt_vocab = check_size(src_vocab, "src_vocab"), check_size(tgt_vocab, "tgt_vocab")
-        self.pad_id, self.d_model, self.max_len = _pad_id(pad_id, min(src_vocab, tgt_vocab)), d_model, max_len
+        self.pad_id, self.d_model, self.max_len = check_pad_id(pad_id, min(src_vocab, tgt_vocab)), d_model, max_len
         self.src_embed = TokenEmbedding(src_vocab, d_model)
         self.tgt_embed = TokenEmbedding(tgt_vocab, d_model)
         self.src_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
         self.tgt_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
-        shape = dict(d_model=d_model, n_heads=n_heads, d_ff=_d_ff(d_ff, d_model), final_norm=final_norm, config=cfg)
+        d_ff = d_ff_or_default(d_ff, d_model)
+        shape = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, final_norm=final_norm, config=cfg)
         self.encoder = Encoder(n_encoder_layers, **shape)
         self.decoder = Decoder(n_decoder_layers, **shape)
         self.generator = nn.Linear(d_model, tgt_vocab, bias=cfg.bias)  # the output layer: logits
@@ -203,7 +179,7 @@ class EncoderClassifier(nn.Module):
             raise ValueError(f"pool must be 'mean' or 'cls' (first token), got {pool!r}")
         if check_size(n_classes, "n_classes") < 2:
             raise ValueError(f"n_classes must be >= 2 (a softmax over one class is always 1), got {n_classes}")
-        self.pad_id, self.pool, self.max_len = _pad_id(pad_id, check_size(vocab_size, "vocab_size")), pool, max_len
+        self.pad_id, self.pool, self.max_len = check_pad_id(pad_id, check_size(vocab_size, "vocab_size")), pool, max_len
         self.embed = TokenEmbedding(vocab_size, d_model)
         if positional == "sinusoidal":
             self.pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
@@ -211,7 +187,7 @@ class EncoderClassifier(nn.Module):
             self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
         else:
             raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
-        self.encoder = Encoder(n_layers, d_model, n_heads, _d_ff(d_ff, d_model), config=cfg)
+        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
         self.head = nn.Linear(d_model, n_classes, bias=cfg.bias)
         nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
 
@@ -248,7 +224,7 @@ class GPT(nn.Module):
         self.max_len = check_size(max_len, "max_len")
         self.embed = TokenEmbedding(check_size(vocab_size, "vocab_size"), d_model, scale=False)  # no ×√d (GPT-2)
         self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
-        self.blocks = Encoder(n_layers, d_model, n_heads, _d_ff(d_ff, d_model), config=cfg)
+        self.blocks = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for w in (self.embed.weight, self.pos.embedding.weight):
             nn.init.normal_(w, std=0.02)
@@ -289,15 +265,14 @@ class MaskedLM(nn.Module):
     ):
         super().__init__()
         cfg = LayerConfig.merge(layer, activation="gelu", eps=1e-12)
-        self.pad_id, self.max_len = _pad_id(pad_id, check_size(vocab_size, "vocab_size")), max_len
+        self.pad_id, self.max_len = check_pad_id(pad_id, check_size(vocab_size, "vocab_size")), max_len
         self.embed = TokenEmbedding(vocab_size, d_model, scale=False)
         self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
         self.embed_norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias)
-        self.encoder = Encoder(n_layers, d_model, n_heads, _d_ff(d_ff, d_model), config=cfg)
-        self.transform = nn.Sequential(
-            nn.Linear(d_model, d_model, bias=cfg.bias), nn.GELU(), make_norm(cfg.norm, d_model, eps=cfg.eps,
-                                                                           bias=cfg.bias)
-        )
+        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
+        norm = dict(eps=cfg.eps, bias=cfg.bias)
+        self.transform = nn.Sequential(nn.Linear(d_model, d_model, bias=cfg.bias), nn.GELU(),
+                                       make_norm(cfg.norm, d_model, **norm))
         self.decoder = nn.Linear(d_model, vocab_size, bias=cfg.bias)
         # BERT initialises *both* tables with std 0.02: with nn.Embedding's default N(0, 1) positions, the token
         # signal would be 50× weaker than the position signal after embed_norm, and the model could not learn.

@@ -195,6 +195,7 @@ class MultiHeadAttention(nn.Module):
                 mask = keep
             else:
                 check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], t_k))
+                check_same_device(mask, "mask", query.device, "the attention inputs")
                 mask = mask & keep if mask.dtype == torch.bool else torch.where(keep, mask, float("-inf"))
         q, k, v = self._project(query, key, value, cache)  # (B, h, T_q, d_k), (B, h, T_k, d_k) ×2
         keep_weights = need_weights or self.record_weights

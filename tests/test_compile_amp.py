@@ -18,10 +18,11 @@ def test_mha_compiles_without_graph_breaks():
 def test_whole_models_compile_without_graph_breaks():
     """GPT and the seq2seq Transformer, including the embedding's vocabulary check, in one graph each."""
     torch._dynamo.reset()
-    gpt = GPT(50, block_size=16, n_layers=2, n_heads=2, d_model=32, dropout=0.0).eval()
+    gpt = GPT(50, max_len=16, n_layers=2, n_heads=2, d_model=32, dropout=0.0).eval()
     ids = torch.randint(0, 50, (2, 16))
     torch.testing.assert_close(torch.compile(gpt, backend="aot_eager", fullgraph=True)(ids), gpt(ids))
-    seq2seq = Transformer(30, 30, 32, 4, 1, 1, 64, dropout=0.0).eval()
+    seq2seq = Transformer(30, 30, d_model=32, n_heads=4,
+                          n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.0).eval()
     src, tgt = torch.randint(1, 30, (2, 7)), torch.randint(1, 30, (2, 5))
     compiled = torch.compile(seq2seq, backend="aot_eager", fullgraph=True)
     torch.testing.assert_close(compiled(src, tgt), seq2seq(src, tgt))
@@ -29,7 +30,7 @@ def test_whole_models_compile_without_graph_breaks():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="inductor GPU compile needs CUDA")
 def test_gpt_compiles_with_inductor_on_cuda():
-    model = GPT(50, block_size=32, n_layers=2, n_heads=2, d_model=32).cuda()
+    model = GPT(50, max_len=32, n_layers=2, n_heads=2, d_model=32).cuda()
     compiled = torch.compile(model)
     ids = torch.randint(0, 50, (4, 32), device="cuda")
     compiled(ids).float().mean().backward()
@@ -41,7 +42,7 @@ def test_autocast_forward_backward(device, amp_dtype):
         pytest.skip("float16 autocast is a CUDA feature; CPU autocast uses bfloat16")
     if device == "cuda" and amp_dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
         pytest.skip("this GPU has no bfloat16")
-    model = Transformer(30, 30, 32, 4, 1, 1, 64).to(device)
+    model = Transformer(30, 30, d_model=32, n_heads=4, n_encoder_layers=1, n_decoder_layers=1, d_ff=64).to(device)
     src = torch.randint(1, 30, (2, 7), device=device)
     tgt = torch.randint(1, 30, (2, 5), device=device)
     with torch.autocast(device_type=device, dtype=amp_dtype):

@@ -41,21 +41,21 @@ def bad_merge(x):
 def good_forward(x, mha):
     q, k, v = mha.qkv_proj(x).split(mha.d_model, dim=-1)
     q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
-    out, _ = cu.scaled_dot_product_attention(q, k, v)
+    out, _ = cu.attention_with_weights(q, k, v)
     return mha.out_proj(good_merge(out))
 
 
 def forward_scaled_by_d_model(x, mha):              # seed mistake 1
     q, k, v = mha.qkv_proj(x).split(mha.d_model, dim=-1)
     q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
-    out, _ = cu.scaled_dot_product_attention(q, k, v, scale=1 / math.sqrt(mha.d_model))
+    out, _ = cu.attention_with_weights(q, k, v, scale=1 / math.sqrt(mha.d_model))
     return mha.out_proj(good_merge(out))
 
 
 def forward_without_bias(x, mha):
     q, k, v = F.linear(x, mha.qkv_proj.weight).split(mha.d_model, dim=-1)
     q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
-    out, _ = cu.scaled_dot_product_attention(q, k, v)
+    out, _ = cu.attention_with_weights(q, k, v)
     return F.linear(good_merge(out), mha.out_proj.weight)
 
 

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages i
 
 @pytest.mark.parametrize("tie, final_norm", [(False, False), (True, False), (False, True), (True, True)])
 def test_breakdown_formula_matches_a_real_model(tie, final_norm):
-    model = cu.Transformer(20, 24, 32, 4, 2, 2, 64, tie_weights=tie, final_norm=final_norm)
+    model = cu.Transformer(20, 24, d_model=32, n_heads=4,
+                           n_encoder_layers=2, n_decoder_layers=2, d_ff=64, tie_weights=tie, final_norm=final_norm)
     measured = l07.measured_breakdown(model)
     assert measured == l07.parameter_breakdown(32, 4, 2, 64, 20, 24, tie_output=tie, final_norm=final_norm)
     assert sum(measured.values()) == sum(p.numel() for p in model.parameters())
@@ -60,7 +61,8 @@ def test_format_count():
 
 @pytest.mark.parametrize("d_model, heads, src_len, tgt_len", [(32, 4, 7, 5), (24, 3, 4, 9)])
 def test_shape_walkthrough_matches_formula(d_model, heads, src_len, tgt_len):
-    model = cu.Transformer(20, 11, d_model, heads, 2, 1, 48, dropout=0.0).eval()
+    model = cu.Transformer(20, 11, d_model=d_model, n_heads=heads,
+                           n_encoder_layers=2, n_decoder_layers=1, d_ff=48, dropout=0.0).eval()
     src = torch.randint(1, 20, (2, src_len))
     src[0, -2:] = 0
     tgt = torch.randint(1, 11, (2, tgt_len))
@@ -113,8 +115,9 @@ def test_pre_norm_reference_matches_the_library():
 
 def test_plot_cross_attention_has_one_panel_per_head_and_zero_pad_columns():
     torch.manual_seed(0)
-    model = cu.Transformer(20, 24, 32, 4, 2, 2, 64, dropout=0.0).eval()
-    src_tokens, tgt_tokens = l07.demo_sentence_pair("en")
+    model = cu.Transformer(20, 24, d_model=32, n_heads=4,
+                           n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0).eval()
+    src_tokens, tgt_tokens = l07.demo_position_labels()
     src = torch.tensor([[5, 3, 7, 2, 0, 0]])
     tgt = torch.tensor([[1, 5, 6, 2, 9]])
     fig = l07.plot_cross_attention(model, src, tgt, src_tokens, tgt_tokens, lang="en")
@@ -124,8 +127,8 @@ def test_plot_cross_attention_has_one_panel_per_head_and_zero_pad_columns():
         assert img.shape == (5, 6)
         assert (img[:, -2:] == 0).all()
     assert all(not m.record_weights for m in model.modules() if isinstance(m, cu.MultiHeadAttention))
-    zh_src, _ = l07.demo_sentence_pair("zh")
-    assert zh_src[-1] == "<pad>" and len(zh_src) == len(src_tokens)
+    assert src_tokens[-2:] == ["<pad>", "<pad>"] and tgt_tokens[0] == "<bos>"
+    assert all(t.startswith(("x", "y", "<")) for t in src_tokens + tgt_tokens)    # positions, not words
 
 
 # --- widget -------------------------------------------------------------------------------------------------
@@ -234,31 +237,39 @@ def test_check_decoder_layer(capsys):
     assert "RuntimeError" in capsys.readouterr().out
 
 
-def test_check_decoder_layer_params(capsys):
-    assert l07.check_decoder_layer_params(l07.decoder_layer_params) is True
-    assert l07.check_decoder_layer_params(l07.encoder_layer_params) is False
-    assert "cross-attention" in capsys.readouterr().out
-    assert l07.check_decoder_layer_params(lambda d, f: l07.decoder_layer_params(d, f) - 6 * d) is False
-    assert "LayerNorms" in capsys.readouterr().out
-    assert l07.check_decoder_layer_params(_not_implemented) is False
-    assert "Not attempted" in capsys.readouterr().out
-    assert l07.check_decoder_layer_params(_crash) is False
+def test_check_decoder_layer_refuses_the_library_layer(capsys):
+    assert l07.check_decoder_layer(lambda layer, y, m, mask: layer(y, m, None, mask)) is False
+    assert "library's layer" in capsys.readouterr().out
+    assert l07.check_decoder_layer(lambda layer, y, m, mask: layer.res3(
+        layer.res2(layer.res1(y, lambda h: layer.self_attn(h, is_causal=True)),
+                   lambda h: layer.cross_attn(h, m, mask=mask)), layer.ffn)) is False   # the Residual wrappers
+    assert "library's layer" in capsys.readouterr().out
 
 
-def test_check_cross_attention_mask(capsys):
-    assert l07.check_cross_attention_mask(lambda src, pad: (src != pad)[:, None, None, :]) is True
-    assert l07.check_cross_attention_mask(lambda src, pad: (src == pad)[:, None, None, :]) is False
-    assert "Inverted" in capsys.readouterr().out
-    assert l07.check_cross_attention_mask(lambda src, pad: src != pad) is False
-    assert "(B, 1, 1, S)" in capsys.readouterr().out
-    assert l07.check_cross_attention_mask(lambda src, pad: (src != pad).float()[:, None, None, :]) is False
-    assert l07.check_cross_attention_mask(lambda src, pad: (src != 0)[:, None, None, :]) is False
-    assert l07.check_cross_attention_mask(_not_implemented) is False
-    assert "Not attempted" in capsys.readouterr().out
-    assert l07.check_cross_attention_mask(_crash) is False
+def test_check_lean_decoder_layer_params(capsys):
+    assert l07.check_lean_decoder_layer_params(l07.lean_decoder_layer_params) is True
+    assert l07.check_lean_decoder_layer_params(l07.decoder_layer_params) is False
+    assert "biases" in capsys.readouterr().out
+    assert l07.check_lean_decoder_layer_params(lambda d, f: l07.lean_decoder_layer_params(d, f) + 3 * d) is False
+    assert "no β" in capsys.readouterr().out
+    assert l07.check_lean_decoder_layer_params(_not_implemented) is False
+    assert l07.check_lean_decoder_layer_params(_crash) is False
+
+
+def test_check_reverse_tokens(capsys):
+    assert l07.check_reverse_tokens(l07.reverse_tokens_reference) is True
+    assert l07.check_reverse_tokens(lambda src, pad: src.flip(1)) is False
+    assert "flip" in capsys.readouterr().out
+    assert l07.check_reverse_tokens(lambda src, pad: torch.stack([r for r in l07.reverse_tokens_reference(src, pad)])
+                                    ) is False                       # right values, but a Python loop
+    assert "loops" in capsys.readouterr().out
+    assert l07.check_reverse_tokens(lambda src, pad: src) is False
+    assert l07.check_reverse_tokens(_not_implemented) is False
+    src = torch.tensor([[5, 6, 7, 0], [8, 0, 0, 0]])
+    assert l07.reverse_tokens_reference(src, 0).tolist() == [[7, 6, 5, 0], [8, 0, 0, 0]]
 
 
 def test_checks_speak_chinese(capsys):
     i18n.set_language("zh")
-    assert l07.check_cross_attention_mask(_not_implemented) is False
+    assert l07.check_reverse_tokens(_not_implemented) is False
     assert "还没有作答" in capsys.readouterr().out

@@ -105,7 +105,8 @@ def test_full_transformer_matches_nn_transformer(dtype, norm_first, device):
     ref = nn.Transformer(
         16, 4, 2, 3, 32, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=dtype, device=device
     ).eval()
-    ours = Transformer(50, 60, 16, 4, 2, 3, 32, dropout=0.0, norm_first=norm_first, final_norm=True)
+    ours = Transformer(50, 60, d_model=16, n_heads=4, n_encoder_layers=2, n_decoder_layers=3, d_ff=32, dropout=0.0,
+                       norm_first=norm_first, final_norm=True)
     ours = load_transformer_from_torch(ours.to(device=device, dtype=dtype), ref).eval()
     tgt, src, kpm = _inputs(dtype, device)
     expected = ref(
@@ -121,7 +122,70 @@ def test_full_transformer_matches_nn_transformer(dtype, norm_first, device):
 
 
 def test_transformer_end_to_end_logits_shape_and_tied_weights():
-    model = Transformer(30, 40, 16, 4, 1, 1, 32, tie_weights=True)
+    model = Transformer(30, 40, d_model=16, n_heads=4,
+                        n_encoder_layers=1, n_decoder_layers=1, d_ff=32, tie_weights=True)
     assert model.generator.weight is model.tgt_embed.weight
     logits = model(torch.randint(1, 30, (2, 6)), torch.randint(1, 40, (2, 4)))
     assert logits.shape == (2, 4, 40)
+
+
+def test_written_out_layer_norm_in_fp16_matches_the_fused_kernel():
+    """reliability.md Low: the written-out fp16 LayerNorm returned all-β at |x| ~ 1e3 ((x − μ)² overflowed)."""
+    from course_utils.norm import layer_norm, rms_norm
+
+    x = (1e3 * torch.randn(4, 64)).half()
+    w, b = torch.rand(64).half() + 0.5, torch.randn(64).half()
+    ours = layer_norm(x, w, b, 1e-5)
+    torch.testing.assert_close(ours, torch.nn.functional.layer_norm(x.float(), (64,), w.float(), b.float()).half(),
+                               atol=2e-2, rtol=1e-2)
+    assert ours.dtype == torch.float16 and not torch.allclose(ours, b.expand_as(ours))
+    big = (300 * torch.randn(4, 64)).half()
+    assert torch.isfinite(rms_norm(big, torch.ones(64).half(), 1e-6)).all()
+
+
+def _all_norms(model):
+    return [m for m in model.modules() if isinstance(m, (LayerNorm, RMSNorm))]
+
+
+@pytest.mark.parametrize("build", [
+    lambda **kw: Transformer(11, 13, d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, **kw),
+    lambda **kw: __import__("course_utils").GPT(11, max_len=8, n_layers=2, n_heads=2, d_model=16, **kw),
+    lambda **kw: __import__("course_utils").EncoderClassifier(11, 3, d_model=16, n_heads=2, **kw),
+    lambda **kw: __import__("course_utils").MaskedLM(11, d_model=16, n_heads=2, **kw),
+])
+def test_every_hyperparameter_reaches_every_layer(build):
+    """library.md item 6: bias, eps, norm placement and per-site dropout reach every layer, no patching."""
+    model = build(bias=False, eps=1e-3, norm_first=True, dropout=0.3, attn_dropout=0.1, ffn_dropout=0.2,
+                  norm="layer")
+    norms = _all_norms(model)
+    assert norms and all(n.eps == 1e-3 and n.bias is None for n in norms)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert all(m.bias is None for m in linears)
+    layers = [m for m in model.modules() if isinstance(m, (EncoderLayer, DecoderLayer))]
+    assert layers and all(layer.res1.norm_first and layer.res1.dropout.p == 0.3 for layer in layers)
+    assert all(layer.self_attn.dropout == 0.1 and layer.ffn.dropout.p == 0.2 for layer in layers)
+    rms = build(norm="rms", eps=1e-4)
+    assert all(isinstance(n, RMSNorm) and n.eps == 1e-4 for n in _all_norms(rms))
+
+
+def test_decoder_refuses_a_missing_memory():
+    """reliability.md item 15: memory=None silently ran self-attention only."""
+    from course_utils import Decoder
+
+    layer = DecoderLayer(8, 2, 16)
+    y = torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match="needs the encoder's output"):
+        layer(y, None)
+    with pytest.raises(ValueError, match="needs the encoder's output"):
+        Decoder(1, 8, 2, 16)(y, None)
+    with pytest.raises(ValueError, match=r"memory must have shape \(B, T_s, d_model\)"):
+        layer(y, torch.randn(3, 8))
+
+
+def test_layer_constructors_are_keyword_only():
+    with pytest.raises(TypeError, match="positional argument"):
+        EncoderLayer(8, 2, 16, 0.1)
+    with pytest.raises(TypeError, match="positional argument"):
+        LayerNorm(8, 1e-6)
+    with pytest.raises(TypeError, match="unknown keyword"):
+        Transformer(10, 10, block_size=8)

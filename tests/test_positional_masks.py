@@ -52,3 +52,39 @@ def test_mask_helpers_and_conversions():
     assert both.shape == (2, 1, 3, 3) and not both[1, 0, 2, 1]
     assert torch.equal(from_additive_mask(to_additive_mask(cm)), cm)
     assert combine_masks(None) is None
+
+
+# reliability.md item 11: positional modules check width, device and float dtype; Low: lengths_to_padding_mask
+def test_positional_modules_check_width_device_and_dtype():
+    import pytest
+
+    from course_utils import LearnedPositionalEmbedding
+
+    for module in (SinusoidalPositionalEncoding(8, max_len=16), LearnedPositionalEmbedding(8, max_len=16)):
+        with pytest.raises(ValueError, match="last dimension 6 .* d_model=8"):
+            module(torch.randn(1, 4, 6))
+        with pytest.raises(TypeError, match="floating-point"):
+            module(torch.zeros(1, 4, 8, dtype=torch.long))
+        with pytest.raises(ValueError, match="x is on meta but the positional table is on cpu"):
+            module(torch.randn(1, 4, 8, device="meta"))
+        with pytest.raises(TypeError, match="offset must be an int"):
+            module(torch.randn(1, 4, 8), offset=1.5)
+        with pytest.raises(ValueError, match="max_len >= 20"):
+            module(torch.randn(1, 4, 8), offset=16)
+    with pytest.raises(TypeError, match="x has dtype torch.float64 but the positional table computes in"):
+        LearnedPositionalEmbedding(8, max_len=16)(torch.randn(1, 4, 8, dtype=torch.float64))
+    with pytest.raises(TypeError, match="positional argument"):
+        LearnedPositionalEmbedding(16, 8)  # the old (max_len, d_model) order is refused, not silently swapped
+
+
+def test_lengths_to_padding_mask_refuses_bad_lengths():
+    import pytest
+
+    with pytest.raises(ValueError, match=">= 0"):
+        lengths_to_padding_mask(torch.tensor([2, -1]), 3)
+    with pytest.raises(TypeError, match="integer tensor"):
+        lengths_to_padding_mask(torch.tensor([1.5, 2.0]), 3)
+    with pytest.raises(ValueError, match="does not fit max_len=2"):
+        lengths_to_padding_mask(torch.tensor([3, 1]), 2)
+    with pytest.raises(TypeError, match="T_q must be an int"):
+        causal_mask(3.0)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from course_utils.attention import scaled_dot_product_attention
+from course_utils.attention import attention_with_weights
 
 from .. import i18n, viz
 from ..exercises import attempt, fail, never_raises, passed, say, tensor_close
@@ -270,7 +270,7 @@ def check_masked_attention(fn) -> bool:
         return False
     if not (isinstance(got, tuple) and len(got) == 2):
         return fail("Return a pair (out, weights).", "请返回一个二元组 (out, weights)。")
-    want_out, want_w = scaled_dot_product_attention(q, k, v, mask)
+    want_out, want_w = attention_with_weights(q, k, v, mask)
     if not tensor_close(got[1], want_w, "weights", "注意力权重"):
         if isinstance(got[1], torch.Tensor) and got[1].shape == want_w.shape and \
                 (got[1].detach()[~mask] > 1e-6).any():

@@ -2,7 +2,7 @@
 
 The widget is a T × T grid of toggle buttons, one per (query, key) cell: pressed = the query *may
 attend* to that key (the course convention, ``course_utils.masks``). Every change recomputes the attention
-weights of fixed random queries and keys through ``course_utils.attention.scaled_dot_product_attention``,
+weights of fixed random queries and keys through ``course_utils.attention.attention_with_weights``,
 so a row whose keys are all switched off shows the library's documented answer: zero weights, not NaN.
 
 Tests drive it like a student: ``w.controls["cell_2_3"].value = False`` or ``w.controls["preset"].value =
@@ -15,7 +15,7 @@ import ipywidgets as widgets
 import torch
 
 from course_utils import masks
-from course_utils.attention import scaled_dot_product_attention
+from course_utils.attention import attention_with_weights
 
 from .. import i18n, viz
 from ..exercises import attempt, fail, is_mask, is_tensor, never_raises, passed
@@ -56,7 +56,7 @@ def demo_qkv(t: int = 6, d_k: int = 8, seed: int = 0) -> tuple[torch.Tensor, tor
 
 def masked_weights(keep: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Attention weights ``(T, T)`` of the demo under the ``(T, T)`` keep-mask (rows with no key: zeros)."""
-    _, weights = scaled_dot_product_attention(q, k, v, keep)
+    _, weights = attention_with_weights(q, k, v, keep)
     return weights[0, 0]
 
 
