@@ -39,3 +39,46 @@ L00 = [
 ]
 
 ANSWERS = {"l00_welcome": L00}
+
+
+# --- lesson 07 -------------------------------------------------------------------------------------------------
+
+def _pre_norm(layer, y, memory, mask):
+    y = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
+    y = y + layer.cross_attn(layer.res2.norm(y), memory, mask=mask)
+    return y + layer.ffn(layer.res3.norm(y))
+
+
+def _post_norm(layer, y, memory, mask):
+    a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
+    b = layer.res2.norm(a + layer.cross_attn(a, memory, mask=mask))
+    return layer.res3.norm(b + layer.ffn(b))
+
+
+def _reverse(src, pad_id):
+    lengths = (src != pad_id).sum(-1, keepdim=True)
+    positions = torch.arange(src.shape[1])
+    index = (lengths - 1 - positions).clamp(min=0)
+    return torch.gather(src, 1, index).masked_fill(positions >= lengths, pad_id)
+
+
+def _reverse_with_a_loop(src, pad_id):
+    out = torch.full_like(src, pad_id)
+    for row in range(src.shape[0]):
+        real = src[row][src[row] != pad_id]
+        out[row, : len(real)] = real.flip(0)
+    return out
+
+
+L07 = [
+    Answer("check_decoder_layer", _pre_norm, wrong=_post_norm,
+           shortcut=lambda layer, y, memory, mask: layer(y, memory, None, mask), says="library's layer"),
+    Answer("check_lean_decoder_layer_params", lambda d, f: 8 * d * d + 2 * d * f + 3 * d,
+           wrong=lambda d, f: 8 * d * d + 2 * d * f + 6 * d,                    # RMSNorm with a β
+           shortcut=lambda d, f: sum(p.numel() for p in course_utils.DecoderLayer(d, 4, f, bias=False, norm="rms")
+                                     .parameters()), says="built a DecoderLayer"),
+    Answer("check_reverse_tokens", _reverse, wrong=lambda src, pad_id: src.flip(1),
+           shortcut=_reverse_with_a_loop, says="loops over the batch"),
+]
+
+ANSWERS["l07_encoder_decoder"] = L07

@@ -7,8 +7,8 @@ The notebook writes the decoder layer itself; this module holds what would distr
   the two agree, and the notebook asserts it for the paper's base model on the ``meta`` device);
 * :func:`shape_table` (by formula) and :func:`shape_walkthrough` (measured with hooks during a real forward)
   list the shape of every stage from the source ids to the logits;
-* :func:`stale_residual_decoder_layer` is the seed document's buggy decoder layer, reimplemented so that the
-  lesson can *measure* how far it is from ``nn.TransformerDecoderLayer``;
+* :func:`stale_residual_decoder_layer` is a common mistake (a decoder layer that adds a stale residual),
+  reimplemented so that the lesson can *measure* how far it is from ``nn.TransformerDecoderLayer``;
 * :func:`build_size_widget` (n_layers / n_heads / d_model → bar chart + shape table) and the ``check_*``
   functions of the exercises (they print a verdict and never raise, so the notebook always runs to the end).
 """
@@ -166,7 +166,7 @@ STAGE_LABELS = {
     "src_mask": {"en": "source padding mask", "zh": "源序列填充掩码"},
     "memory": {"en": "encoder output (memory)", "zh": "编码器输出 memory"},
     "tgt_ids": {"en": "target ids (shifted right)", "zh": "目标词元 ID（右移一位）"},
-    "tgt_vectors": {"en": "target embeddings + PE", "zh": "目标嵌入 + 位置编码"},
+    "tgt_vectors": {"en": "target embeddings ×√d_model + PE", "zh": "目标嵌入 ×√d_model + 位置编码"},
     "self_weights": {"en": "masked self-attention weights", "zh": "掩码自注意力权重"},
     "cross_weights": {"en": "cross-attention weights", "zh": "交叉注意力权重"},
     "dec_out": {"en": "decoder output", "zh": "解码器输出"},
@@ -234,12 +234,12 @@ def shape_markdown(shapes: dict[str, tuple[int, ...]], lang: str | None = None) 
 
 
 # ------------------------------------------------------------------------------------------------------------
-# The seed's decoder layer with a stale residual
+# A common mistake: the decoder layer with a stale residual
 # ------------------------------------------------------------------------------------------------------------
 
 def stale_residual_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
                                  memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """The buggy decoder layer of the seed notes, with the weights of a course_utils ``DecoderLayer``.
+    """The common mistake of a stale residual, with the weights of a course_utils ``DecoderLayer``.
 
     The residual saved before the self-attention sublayer is added again after the *cross*-attention sublayer,
     so the second sublayer adds the layer's input ``y`` instead of the updated stream ``a``:
@@ -255,12 +255,11 @@ def stale_residual_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
 # Cross-attention heatmaps
 # ------------------------------------------------------------------------------------------------------------
 
-def demo_sentence_pair(lang: str | None = None) -> tuple[list[str], list[str]]:
-    """Source tokens (with two <pad>) and target-input tokens (starting with <bos>) for the heatmap labels."""
-    src = i18n.pick({"en": ["ich", "mag", "grüne", "katzen", "<pad>", "<pad>"],
-                     "zh": ["我", "喜欢", "绿色的", "猫", "<pad>", "<pad>"]}, lang)
-    tgt = ["<bos>", "i", "like", "green", "cats"]
-    return src, tgt
+def demo_position_labels() -> tuple[list[str], list[str]]:
+    """Neutral labels for the heatmap of an *untrained* model: source positions (two of them <pad>) and target
+    positions. No words: an untrained model's weights are noise, and word labels would invite reading
+    alignments into it."""
+    return [f"x{i}" for i in range(1, 5)] + ["<pad>", "<pad>"], ["<bos>"] + [f"y{i}" for i in range(1, 5)]
 
 
 def plot_cross_attention(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, src_tokens, tgt_tokens,
@@ -358,8 +357,10 @@ def build_size_widget(n_layers: int = 6, n_heads: int = 8, d_model: int = 512, s
 # The exercise checks live in checks.py (they use the helpers above, hence the import at the end).
 from .checks import (  # noqa: E402, F401
     _decoder_case,
-    check_cross_attention_mask,
     check_decoder_layer,
-    check_decoder_layer_params,
+    check_lean_decoder_layer_params,
+    check_reverse_tokens,
+    lean_decoder_layer_params,
     pre_norm_decoder_layer,
+    reverse_tokens_reference,
 )

@@ -6,12 +6,14 @@ always runs to the end. The lesson module re-exports them: the notebook calls ``
 
 from __future__ import annotations
 
+import dis
+
 import torch
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, is_mask, is_tensor, never_raises, passed
-from . import encoder_layer_params, norm_params
+from ...exercises import attempt, fail, is_tensor, never_raises, passed, watching
+from . import decoder_layer_params
 
 
 def _decoder_case(seed: int = 7, norm_first: bool = True):
@@ -57,11 +59,18 @@ def check_decoder_layer(fn) -> bool:
     """Exercise 1: ``fn(layer, y, memory, memory_mask)`` must compute the *pre-norm* decoder layer."""
     layer, y, memory, mask = _decoder_case()
     with torch.no_grad():
-        ok, got = attempt(fn, layer, y, memory, mask)
-        if not ok:
-            return False
         want = layer(y, memory, None, mask)
         wrong = _pre_norm_variants(layer, y, memory, mask)
+        whole = [(m, "forward") for m in (layer, layer.res1, layer.res2, layer.res3)]
+        with watching(fn, whole) as calls:
+            ok, got = attempt(fn, layer, y, memory, mask)
+        if not ok:
+            return False
+    if calls:
+        return fail("You called the library's layer (or its Residual wrappers): the exercise asks you to write "
+                    "the three sublayers yourself from self_attn, cross_attn, ffn and the three norms.",
+                    "你调用了库里现成的层（或它的 Residual 包装）：本题要求你用 self_attn、cross_attn、ffn 和三个"
+                    "归一化自己写出三个子层。")
     if not is_tensor(got, want.shape, "output (B, T, C)", "输出 (B, T, C)"):
         return False
     got = got.detach()
@@ -88,52 +97,92 @@ def check_decoder_layer(fn) -> bool:
                 "以及 x + Sublayer(LayerNorm(x)) 的写法。")
 
 
+def lean_decoder_layer_params(d_model: int, d_ff: int) -> int:
+    """Exercise 2's count: two attentions and an FFN without biases, three RMSNorms (a gain γ each, no β)."""
+    return 2 * 4 * d_model * d_model + 2 * d_model * d_ff + 3 * d_model
+
+
+def _decoder_layer_classes() -> list:
+    import course_utils
+    import course_utils.layers
+
+    return [(course_utils, "DecoderLayer"), (course_utils.layers, "DecoderLayer")]
+
+
 @never_raises
-def check_decoder_layer_params(fn) -> bool:
-    """Exercise 2: ``fn(d_model, d_ff)`` must return the number of parameters of one ``DecoderLayer``."""
+def check_lean_decoder_layer_params(fn) -> bool:
+    """Exercise 2: ``fn(d_model, d_ff)`` = parameters of ``DecoderLayer(..., bias=False, norm="rms")``, by formula."""
     from course_utils.layers import DecoderLayer
 
+    with watching(fn, _decoder_layer_classes()) as calls:
+        ok, _ = attempt(fn, 8, 16)
+    if not ok:
+        return False
+    if calls:
+        return fail("You built a DecoderLayer and counted: the exercise asks for the formula, from the shapes.",
+                    "你构建了一个 DecoderLayer 再去数：本题要求由各个矩阵的形状推出公式。")
     for d_model, d_ff in ((8, 16), (64, 256), (512, 2048)):
         ok, got = attempt(fn, d_model, d_ff)
         if not ok:
             return False
         with torch.device("meta"):
-            want = sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff).parameters())
+            want = sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff, bias=False, norm="rms").parameters())
         if got != want:
             hint_en, hint_zh = "", ""
-            if got == encoder_layer_params(d_model, d_ff):
-                hint_en = " That is an encoder layer: the decoder has a second attention (cross-attention) " \
-                          "and a third LayerNorm."
-                hint_zh = "这是编码器层的参数量：解码器还多一个注意力（交叉注意力）和第三个层归一化。"
-            elif got == want - 3 * norm_params(d_model):
-                hint_en = " Don't forget the three LayerNorms (γ and β each)."
-                hint_zh = "别忘了三个层归一化（各有 γ 和 β）。"
+            if got == decoder_layer_params(d_model, d_ff):
+                hint_en = " That is the lesson's layer, with biases and LayerNorm β: this one has neither."
+                hint_zh = "这是正文里那个带偏置和层归一化 β 的层：这里两者都没有。"
+            elif got == want + 3 * d_model:
+                hint_en = " RMSNorm has a gain γ but no β."
+                hint_zh = "RMSNorm 只有增益 γ，没有 β。"
             return fail(f"For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
                         f"d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
-    return passed("Correct: 8·d² + 2·d·d_ff + d_ff + 15·d. With d_ff = 4·d, attention and FFN hold about half each.",
-                  "正确：8·d² + 2·d·d_ff + d_ff + 15·d。当 d_ff = 4·d 时，注意力和前馈网络大约各占一半。")
+    return passed("Correct: 8·d² + 2·d·d_ff + 3·d. Biases and β are a small share: about 0.1% at d = 512.",
+                  "正确：8·d² + 2·d·d_ff + 3·d。偏置和 β 只占很小一部分：d = 512 时约 0.1%。")
+
+
+def _has_loop(fn) -> bool:
+    """True if the function's code (or a comprehension inside it) has a Python ``for`` loop."""
+    codes = [getattr(fn, "__code__", None)]
+    while codes:
+        code = codes.pop()
+        if code is None:
+            continue
+        if any(ins.opname == "FOR_ITER" for ins in dis.get_instructions(code)):
+            return True
+        codes.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    return False
+
+
+def reverse_tokens_reference(src: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Every row's real tokens in reverse order, the padding still on the right (the check's truth)."""
+    lengths = (src != pad_id).sum(-1, keepdim=True)                        # (B, 1)
+    positions = torch.arange(src.shape[1], device=src.device)             # (S,)
+    index = (lengths - 1 - positions).clamp(min=0)                         # (B, S)
+    return torch.gather(src, 1, index).masked_fill(positions >= lengths, pad_id)
 
 
 @never_raises
-def check_cross_attention_mask(fn) -> bool:
-    """Exercise 3: ``fn(src, pad_id)`` must return the (B, 1, 1, S) keep-mask of the source padding."""
-    src = torch.tensor([[5, 6, 7, 1, 1], [8, 9, 1, 1, 1], [2, 3, 4, 5, 6]])
-    ok, got = attempt(fn, src, 1)
-    if not ok or not is_mask(got):
+def check_reverse_tokens(fn) -> bool:
+    """Exercise 3: ``fn(src, pad_id)`` reverses each row's real tokens and leaves the padding on the right."""
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(3, 12, (5, 7), generator=g)
+    for row, length in enumerate((7, 4, 1, 5, 3)):
+        src[row, length:] = 0
+    ok, got = attempt(fn, src.clone(), 0)
+    if not ok or not is_tensor(got, src.shape, "reversed batch (B, S)", "倒序的批次 (B, S)"):
         return False
-    want = padding_mask(src, 1)
-    if got.shape != want.shape:
-        return fail(f"Expected shape (B, 1, 1, S) = {tuple(want.shape)}, got {tuple(got.shape)}: the two size-1 "
-                    "dimensions broadcast over the heads and over the decoder's queries.",
-                    f"形状应为 (B, 1, 1, S) = {tuple(want.shape)}，实际是 {tuple(got.shape)}："
-                    "两个大小为 1 的维度分别对注意力头和解码器的查询广播。")
-    if torch.equal(got, ~want):
-        return fail("Inverted: in this course True means 'may attend' (nn.MultiheadAttention's key_padding_mask "
-                    "is the opposite).",
-                    "正好反了：本课程中 True 表示“可以关注”"
-                    "（nn.MultiheadAttention 的 key_padding_mask 约定相反）。")
+    if _has_loop(fn):
+        return fail("Your function loops over the batch in Python: build an index tensor instead (lengths − 1 − "
+                    "position) and use torch.gather, so that a batch of 10 000 sequences costs one call.",
+                    "你的函数用 Python 循环逐个处理：请改为构造一个索引张量（长度 − 1 − 位置）并用 torch.gather，"
+                    "这样一万个序列也只需要一次调用。")
+    want = reverse_tokens_reference(src, 0)
+    if torch.equal(got, src.flip(1)):
+        return fail("flip reverses the padding too: the <pad> tokens end up in front of the real ones.",
+                    "flip 把填充也一起倒过来了：<pad> 跑到了真实词元的前面。")
     if not torch.equal(got, want):
-        return fail("Some positions are wrong: a key is hidden exactly when its source token is pad_id.",
-                    "有些位置不对：当且仅当源序列词元是 pad_id 时，这个键才被遮住。")
-    return passed("Correct: every decoder query ignores the source padding.",
-                  "正确：解码器的每个查询都看不到源序列的填充。")
+        return fail("Some rows are wrong: row i must hold its first length_i tokens in reverse, then the padding.",
+                    "有些行不对：第 i 行应先是它的前 length_i 个词元的倒序，然后是填充。")
+    return passed("Correct: the real tokens are reversed, the padding stays on the right.",
+                  "正确：真实词元倒序排列，填充仍在右边。")
