@@ -7,10 +7,7 @@ Each check must accept the first and reject the other two; for the shortcut it m
 
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
 from exercise_answers_08_14 import Answer
 
 import course_utils
@@ -18,14 +15,12 @@ import course_utils.train
 
 # --- lesson 00 -------------------------------------------------------------------------------------------------
 
-
 def _device():
     if torch.cuda.is_available():
         return "cuda"
     if torch.backends.mps.is_available():
         return "mps"
     return "cpu"
-
 
 L00 = [
     Answer("check_device_choice", _device, wrong=lambda: "cpu",
@@ -40,7 +35,6 @@ L00 = [
 
 ANSWERS = {"l00_welcome": L00}
 
-
 # --- lesson 07 -------------------------------------------------------------------------------------------------
 
 def _pre_norm(layer, y, memory, mask):
@@ -48,12 +42,10 @@ def _pre_norm(layer, y, memory, mask):
     y = y + layer.cross_attn(layer.res2.norm(y), memory, mask=mask)
     return y + layer.ffn(layer.res3.norm(y))
 
-
 def _post_norm(layer, y, memory, mask):
     a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
     b = layer.res2.norm(a + layer.cross_attn(a, memory, mask=mask))
     return layer.res3.norm(b + layer.ffn(b))
-
 
 def _reverse(src, pad_id):
     lengths = (src != pad_id).sum(-1, keepdim=True)
@@ -61,14 +53,12 @@ def _reverse(src, pad_id):
     index = (lengths - 1 - positions).clamp(min=0)
     return torch.gather(src, 1, index).masked_fill(positions >= lengths, pad_id)
 
-
 def _reverse_with_a_loop(src, pad_id):
     out = torch.full_like(src, pad_id)
     for row in range(src.shape[0]):
         real = src[row][src[row] != pad_id]
         out[row, : len(real)] = real.flip(0)
     return out
-
 
 L07 = [
     Answer("check_decoder_layer", _pre_norm, wrong=_post_norm,
