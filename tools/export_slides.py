@@ -95,7 +95,7 @@ CSS = """
   --jp-code-font-family-default: var(--course-mono);
   --jp-content-font-size1: 26px;
   --jp-ui-font-size1: 24px;
-  --jp-code-font-size: 19px;
+  --jp-code-font-size: 18px;
   --jp-content-line-height: 1.4;
   --r-main-font: var(--course-sans);
   --r-heading-font: var(--course-sans);
@@ -261,6 +261,7 @@ require(
         if (cut < parts.length && refine(parts[cut])) { continue; }
         var next = document.createElement('section');
         next.setAttribute('data-course-continued', '');
+        next.setAttribute('data-course-split', '');
         next.appendChild(continuedHeading(section));
         parts.slice(cut).forEach(function (u) { next.appendChild(u); });
         section.parentNode.insertBefore(next, section.nextSibling);

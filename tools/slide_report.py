@@ -47,7 +47,7 @@ MEASURE_SLIDE = """([h, v, room]) => {
     const style = getComputedStyle(el);
     if (style.visibility === 'hidden' || style.display === 'none') { continue; }
     const px = parseFloat(style.fontSize) * scale;
-    if (el.closest('pre, code, .highlight, .jp-InputArea')) { code = Math.min(code, px); }
+    if (el.closest('pre, code, .highlight, .jp-CodeMirrorEditor')) { code = Math.min(code, px); }
     else if (px < body) { body = px; smallest = node.textContent.trim().slice(0, 40); }
   }
   const wide = [...slide.querySelectorAll('pre, table, img, .jp-OutputArea-output')]
