@@ -25,7 +25,7 @@ def test_displayed_widgets_are_never_changed_by_later_cells(source):
         if not shown:
             continue  # built but not displayed: a copy driven from code
         later = text[match.end() + shown.end():]
-        for line_no, line in enumerate(later.splitlines()):
+        for line in later.splitlines():
             if re.search(rf"\b{name}\.(set\(|controls\[[^\]]+\]\.value\s*=)", line):
                 problems.append(f"{name}: {line.strip()}")
     assert not problems, (f"{source.name}: a displayed widget is changed after it is shown; drive a second copy "
