@@ -264,36 +264,35 @@ def test_number_problem_scale():
     assert ex.number_problem(float("inf"), 1.0) is not None
 
 
-# --- lessons 08-14: every exercise with a correct answer, a wrong one and the forbidden shortcut ------------------
+# --- every exercise of every lesson with a correct answer, a wrong one and the forbidden shortcut ------------------
 
-def _answers_08_14() -> dict:
-    spec = importlib.util.spec_from_file_location("exercise_answers_08_14",
-                                                  Path(__file__).with_name("exercise_answers_08_14.py"))
+def _load_answers(path: Path) -> dict:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module                     # dataclasses look their module up there
+    sys.modules[spec.name] = module                     # dataclasses (and the other tables) look it up there
     spec.loader.exec_module(module)
     return module.ANSWERS
 
 
-ANSWERS_08_14 = _answers_08_14()
+def _all_answers() -> dict:
+    """Every tests/exercise_answers_*.py table, merged: {lesson module: [Answer, ...]} (08_14 first: it defines
+    the Answer class the others import)."""
+    here = Path(__file__).parent
+    files = sorted(here.glob("exercise_answers_*.py"), key=lambda f: f.name != "exercise_answers_08_14.py")
+    answers: dict = {}
+    for path in files:
+        for lesson, table in _load_answers(path).items():
+            assert lesson not in answers, f"{lesson} has answers in two files"
+            answers[lesson] = table
+    return answers
 
 
-def _answers_00_07() -> dict:
-    """The same table for lessons 00-07 (tests/exercise_answers_00_07.py, imports the Answer class above)."""
-    _answers_08_14()
-    spec = importlib.util.spec_from_file_location("exercise_answers_00_07",
-                                                  Path(__file__).with_name("exercise_answers_00_07.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.ANSWERS
+ALL_ANSWERS = _all_answers()
 
 
-ANSWERS_00_07 = _answers_00_07()
-
-
-def test_lessons_08_14_list_every_exercise():
-    for lesson, answers in {**ANSWERS_00_07, **ANSWERS_08_14}.items():
+def test_every_lesson_lists_every_exercise():
+    assert set(ALL_ANSWERS) == set(FINISHED), sorted(set(FINISHED) - set(ALL_ANSWERS))
+    for lesson, answers in ALL_ANSWERS.items():
         module = importlib.import_module(f"course_lab.lessons.{lesson}")
         checks = {name for name, fn in inspect.getmembers(module, inspect.isfunction)
                   if name.startswith("check_") and _own(fn, module)}
@@ -301,9 +300,9 @@ def test_lessons_08_14_list_every_exercise():
 
 
 @pytest.mark.parametrize("lesson, answer", [pytest.param(lesson, a, id=f"{lesson}.{a.check}")
-                                            for lesson, answers in {**ANSWERS_00_07, **ANSWERS_08_14}.items()
+                                            for lesson, answers in ALL_ANSWERS.items()
                                             for a in answers])
-def test_lessons_08_14_checks_accept_the_answer_and_reject_mistake_and_shortcut(lesson, answer, capsys):
+def test_every_check_accepts_the_answer_and_rejects_mistake_and_shortcut(lesson, answer, capsys):
     check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), answer.check)
     assert check(answer.correct, *answer.args) is True
     assert "✓" in capsys.readouterr().out
