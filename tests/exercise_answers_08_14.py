@@ -59,35 +59,4 @@ L14 = [
            shortcut=_merge_through_exp_of_maxima, says="never take exp of a maximum"),
 ]
 
-# --- lesson 11 -------------------------------------------------------------------------------------------------
-
-def _min_p(logits, p_base):
-    probs = torch.softmax(logits, dim=-1)
-    return logits.masked_fill(probs < p_base * probs.amax(-1, keepdim=True), float("-inf"))
-
-
-def _top_p(logits, p):
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits, dim=-1)
-    before = probs.cumsum(-1) - probs
-    drop = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= p)
-    return logits.masked_fill(drop, float("-inf"))
-
-
-def _top_k(logits, k):
-    kth = torch.topk(logits, k, dim=-1).values[..., -1:]
-    return logits.masked_fill(logits < kth, float("-inf"))
-
-
-L11 = [
-    Answer("check_gpt_block_params", lambda d, f: 4 * d * d + 2 * d * f + 9 * d + f,
-           wrong=lambda d, f: 4 * d * d + 2 * d * f + 5 * d + f,                          # no LayerNorms
-           shortcut=lambda d, f: 12 * d * d, says="rule of thumb"),
-    Answer("check_min_p", _min_p, wrong=lambda z, p: torch.softmax(_min_p(z, p), -1),        # probabilities
-           shortcut=lambda z, p: z.masked_fill(torch.softmax(z, -1) < p, float("-inf")),   # absolute threshold
-           says="scales the threshold"),
-    Answer("check_top_p", _top_p, wrong=lambda z, p: _top_p(z, p / 2),
-           shortcut=lambda z, p: _top_k(z, 2), says="keep the"),                           # a fixed k instead
-]
-
-ANSWERS: dict[str, list[Answer]] = {"l11_gpt": L11, "l14_fast": L14}
+ANSWERS: dict[str, list[Answer]] = {"l14_fast": L14}

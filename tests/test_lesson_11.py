@@ -183,8 +183,14 @@ def _top_p(logits, p):
      lambda d, f: 4 * d * d + 2 * d * f + 5 * d + f, "LayerNorms"),
     (l11.check_min_p, _min_p, lambda z, p: z.masked_fill(torch.softmax(z, -1) < p, float("-inf")), "scales the"),
     (l11.check_min_p, _min_p, lambda z, p: torch.softmax(_min_p(z, p), -1), "not probabilities"),
-    (l11.check_top_p, _top_p, lambda z, p: top_k_filter(z, 2), "keep the"),
+    (l11.check_min_p, _min_p, lambda z, p: l11.min_p_filter(z, p), "You called min_p_filter"),
+    (l11.check_top_p, _top_p, lambda z, p: top_k_filter(z, 2), "You called top_k_filter"),
+    (l11.check_top_p, _top_p, lambda z, p: _top_k(z, 2), "keep the"),
     (l11.check_top_p, l11.top_p_filter, lambda z, p: _top_p(z, p / 2), "keep the"),
+    (l11.check_top_p, _top_p, lambda z, p: torch.softmax(_top_p(z, p), -1), "not probabilities"),
+    (l11.check_gpt_block_params, lambda d, f: 4 * d * d + 2 * d * f + 9 * d + f,
+     lambda d, f: sum(p.numel() for p in GPT(9, n_layers=1, n_heads=4, d_model=d, d_ff=f).blocks.layers[0]
+                      .parameters()), "built module"),
 ])
 def test_checks_accept_the_solution_and_reject_mistakes(capsys, check, good, bad, message):
     assert check(good) is True

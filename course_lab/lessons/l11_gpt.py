@@ -7,7 +7,7 @@ sampling step itself; this module holds what would distract from that:
 * :func:`build_sampling_widget`: a prompt, a temperature and a top-k slider → the next-character distribution as
   a bar chart, plus a continuation sampled with a fixed seed;
 * :func:`step_times` / :func:`plot_step_times`: time each generated token with and without a ``KVCache``;
-* the ``check_*`` functions of the exercises (exercise 3 is checked against ``course_utils.sampling.top_p_filter``).
+* the ``check_*`` functions of the exercises (each refuses the ready-made function the exercise asks to write).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from course_utils.modes import evaluating
 from course_utils.sampling import sampling_distribution, top_k_filter, top_p_filter  # noqa: F401 (lesson API)
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, passed, type_problem
+from ..exercises import attempt, fail, never_raises, passed, type_problem, watching
 
 # Characters that would be invisible on an axis: shown by a visible stand-in.
 _VISIBLE = {"\n": "↵", " ": "' '", "\t": "⇥"}
@@ -196,16 +196,32 @@ def gpt_block_params(d_model: int, d_ff: int) -> int:
     return 4 * d_model**2 + 2 * d_model * d_ff + 9 * d_model + d_ff
 
 
+def _counting_targets() -> list:
+    """What counting from a built module goes through: the parameter iterators of every ``nn.Module``."""
+    return [(torch.nn.Module, "parameters"), (torch.nn.Module, "named_parameters")]
+
+
 @never_raises
 def check_gpt_block_params(fn) -> bool:
-    """Exercise 1: ``fn(d_model, d_ff)`` = the exact parameter count of one GPT block of ``course_utils``.
+    """Exercise 1: ``fn(d_model, d_ff)`` = the exact parameter count of one GPT block of ``course_utils``, by formula.
 
-    The rule of thumb 12·d² (= 4d² + 2·d·4d, weights only) is the shortcut ruled out: it forgets biases and norms.
+    Building a block (or taking the trained model's) and summing ``p.numel()`` over ``.parameters()`` is the
+    shortcut ruled out: it is how the answer is *checked*, not derived. The rule of thumb 12·d² (weights only) is
+    the common mistake: it forgets biases and norms.
     """
-    for d, d_ff in ((64, 256), (48, 100), (384, 1536)):
-        ok, got = attempt(fn, d, d_ff)
-        if not ok:
-            return False
+    results = []
+    with watching(fn, _counting_targets()) as calls:
+        for d, d_ff in ((64, 256), (48, 100), (384, 1536)):
+            ok, got = attempt(fn, d, d_ff)
+            if not ok:
+                return False
+            results.append((d, d_ff, got))
+    if calls:
+        return fail("You counted the parameters of a built module (.parameters()): that is how the answer is checked, "
+                    "not derived. Write the count as a formula in d_model and d_ff, from the shapes of the weights.",
+                    "你数的是一个已构建模块的参数（.parameters()）：那是用来验证答案的办法，不是推导。"
+                    "请根据各个权重的形状，写出一个关于 d_model 和 d_ff 的公式。")
+    for d, d_ff, got in results:
         want = gpt_block_params(d, d_ff)
         if got == want:
             continue
@@ -226,6 +242,30 @@ def check_gpt_block_params(fn) -> bool:
                   "正确：d_ff = 4d 时一个块约有 12·d² 个参数；偏置和归一化就是多出来的 9d + d_ff。")
 
 
+def _filter_targets() -> list:
+    """The ready-made filters a student might call instead of writing one: the library's and this module's."""
+    import sys
+
+    from course_utils import sampling
+
+    here = sys.modules[__name__]
+    return [(sampling, "top_k_filter"), (sampling, "top_p_filter"), (sampling, "sampling_distribution"),
+            (sampling, "sample_next"), (here, "top_k_filter"), (here, "top_p_filter"),
+            (here, "sampling_distribution"), (here, "min_p_filter")]
+
+
+def _called_a_filter(calls) -> bool:
+    names = ", ".join(sorted(set(calls)))
+    return fail(f"You called {names}: write the filter yourself (softmax, sort / cumsum or amax, masked_fill); a "
+                "ready-made filter teaches nothing about how it decides which tokens to keep.",
+                f"你调用了 {names}：请自己写出这个过滤器（softmax、sort / cumsum 或 amax、masked_fill）；"
+                "直接调用现成的过滤器，学不到它是怎样决定保留哪些词元的。")
+
+
+def _returned_probabilities(got) -> bool:
+    return bool((got >= 0).all()) and torch.allclose(got.float().sum(-1), torch.ones(got.shape[:-1]), atol=1e-4)
+
+
 def min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
     """min-p filtering: keep the tokens whose probability is at least ``p_base`` times the best one's."""
     probs = torch.softmax(logits.float(), dim=-1)
@@ -237,14 +277,21 @@ def min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
 def check_min_p(fn) -> bool:
     """Exercise 2: ``fn(logits, p_base)`` keeps the tokens with probability ≥ p_base · (the largest probability).
 
-    An absolute threshold (probability ≥ p_base) is the shortcut ruled out: it is what min-p improves on.
+    Calling a ready-made filter (``course_utils.sampling``, or this module's ``min_p_filter``) is the shortcut ruled
+    out; an absolute threshold (probability ≥ p_base) is the common mistake min-p improves on.
     """
     fixed = torch.log(torch.tensor([[0.4, 0.3, 0.2, 0.06, 0.04], [0.9, 0.05, 0.03, 0.01, 0.01]]))
     cases = [(fixed, 0.2), (fixed, 0.1)] + [(logits, 0.1) for logits in _cases_logits(12)]
-    for logits, p_base in cases:
-        ok, got = attempt(fn, logits.clone(), p_base)
-        if not ok:
-            return False
+    results = []
+    with watching(fn, _filter_targets()) as calls:
+        for logits, p_base in cases:
+            ok, got = attempt(fn, logits.clone(), p_base)
+            if not ok:
+                return False
+            results.append(got)
+    if calls:
+        return _called_a_filter(calls)
+    for (logits, p_base), got in zip(cases, results):
         problem = type_problem(got, logits.shape)
         if problem is not None:
             return fail(f"p_base = {p_base}: {problem[0]}", f"p_base = {p_base}：{problem[1]}")
@@ -259,7 +306,7 @@ def check_min_p(fn) -> bool:
                         "fewer tokens and an unsure row more.",
                         f"p_base = {p_base}：你保留的是概率 ≥ {p_base} 的词元。min-p 的阈值要随最好词元的概率缩放："
                         "p_base × max p，这样有把握的行保留得少，没把握的行保留得多。")
-        if (got >= 0).all() and torch.allclose(got.float().sum(-1), torch.ones(got.shape[:-1]), atol=1e-4):
+        if _returned_probabilities(got):
             return fail("Return filtered *logits* (−inf for the removed tokens), not probabilities.",
                         "请返回过滤后的 *logits*（被去掉的词元设为 −inf），而不是概率。")
         return fail(f"p_base = {p_base}: the kept set differs: keep a token when softmax(logits) ≥ p_base × the "
@@ -271,14 +318,24 @@ def check_min_p(fn) -> bool:
 
 @never_raises
 def check_top_p(fn) -> bool:
-    """Exercise 3: ``fn(logits, p)`` = nucleus filtering (see :func:`top_p_filter`)."""
+    """Exercise 3: ``fn(logits, p)`` = nucleus filtering (see :func:`top_p_filter`), written by hand.
+
+    Calling ``course_utils.sampling.top_p_filter`` (or ``sampling_distribution``) is the shortcut ruled out;
+    keeping tokens while the cumulative mass *including* the token is ≤ p is the common off-by-one mistake.
+    """
     fixed = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     cases = [(fixed, 0.5), (fixed, 0.8), (fixed, 0.81), (fixed, 1.0)]
     cases += [(logits, p) for logits in _cases_logits(13) for p in (0.3, 0.9)]
-    for logits, p in cases:
-        ok, got = attempt(fn, logits.clone(), p)
-        if not ok:
-            return False
+    results = []
+    with watching(fn, _filter_targets()) as calls:
+        for logits, p in cases:
+            ok, got = attempt(fn, logits.clone(), p)
+            if not ok:
+                return False
+            results.append(got)
+    if calls:
+        return _called_a_filter(calls)
+    for (logits, p), got in zip(cases, results):
         want = top_p_filter(logits, p)
         problem = type_problem(got, logits.shape)
         if problem is not None:
@@ -286,17 +343,20 @@ def check_top_p(fn) -> bool:
         kept, kept_want = torch.isfinite(got), torch.isfinite(want)
         if torch.equal(kept, kept_want) and torch.equal(got[kept], want[kept]):
             continue
+        if _returned_probabilities(got):
+            return fail("Return filtered *logits* (−inf for the removed tokens), not probabilities.",
+                        "请返回过滤后的 *logits*（被去掉的词元设为 −inf），而不是概率。")
         if logits is fixed:
             names = "[0.5, 0.3, 0.15, 0.05]"
             k_want = int(kept_want.sum())
             return fail(f"For probabilities {names} and p = {p} keep the {k_want} best token(s) (the smallest set "
-                        f"whose mass reaches p); yours keeps {int(kept.sum())}.",
-                        f"概率为 {names}、p = {p} 时应保留最好的 {k_want} 个词元（累计概率达到 p 的最小集合）；"
-                        f"你的结果保留了 {int(kept.sum())} 个。")
+                        f"whose mass reaches p: a token stays while the mass *before* it is below p); yours keeps "
+                        f"{int(kept.sum())}.",
+                        f"概率为 {names}、p = {p} 时应保留最好的 {k_want} 个词元（累计概率达到 p 的最小集合："
+                        f"只要排在它*前面*的概率之和还不到 p，这个词元就保留）；你的结果保留了 {int(kept.sum())} 个。")
         return fail(f"p = {p}: the kept set differs from the nucleus (sort by probability, keep tokens until the "
                     "cumulative probability reaches p; keep logits unchanged, others −inf).",
                     f"p = {p}：保留的集合与核不一致（按概率从大到小排序，累计概率达到 p 之前的词元都保留，"
                     "数值不变，其余设为 −inf）。")
     return passed("Correct: the nucleus grows when the model is unsure and shrinks when it is confident.",
                   "正确：模型没把握时核会变大，有把握时核会变小。")
-
