@@ -19,24 +19,18 @@ first, so a flipped bit anywhere in the file is reported instead of loaded.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import os
 import pickle
-import random
-import re
-import signal
-import tempfile
-import threading
-import time
-import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+
+from .rng import get_rng_state, set_rng_state
+from .safe_files import crc_problem, defer_interrupts, fsync_directory, remove_stale_temps, torch_reason, write_atomic
 
 __all__ = [
     "CheckpointError", "save_checkpoint", "load_checkpoint", "get_rng_state", "set_rng_state",
@@ -61,41 +55,6 @@ def _unwrap(model: nn.Module) -> nn.Module:
             model = model.module
         else:
             return model
-
-
-def get_rng_state() -> dict[str, Any]:
-    """Every global RNG state as tensors / plain Python values (safe for ``weights_only=True``)."""
-    version, internal, gauss = random.getstate()
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    state: dict[str, Any] = {
-        "python": [version, list(internal), gauss],
-        "numpy": [str(name), [int(k) for k in keys], int(pos), int(has_gauss), float(cached)],
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    if hasattr(torch, "mps") and torch.backends.mps.is_available():
-        state["mps"] = torch.mps.get_rng_state()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore the RNG states saved by :func:`get_rng_state` (the inverse conversions)."""
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
-    # set_rng_state wants CPU byte tensors even when the checkpoint was mapped onto a GPU.
-    torch.set_rng_state(state["torch"].cpu())
-    if "cuda" in state and torch.cuda.is_available():
-        saved = [s.cpu() for s in state["cuda"]]
-        if len(saved) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(saved)
-        else:  # a different machine: restore what matches, the rest stays seeded
-            for index, s in enumerate(saved[: torch.cuda.device_count()]):
-                torch.cuda.set_rng_state(s, index)
-    if "mps" in state and hasattr(torch, "mps") and torch.backends.mps.is_available():
-        torch.mps.set_rng_state(state["mps"].cpu())
 
 
 # What torch.load(weights_only=True) reads back, leaf by leaf (exact types: a float or str *subclass* such as
@@ -139,107 +98,6 @@ def _plain(value: Any, where: str) -> Any:
 def _check_plain(value: Any, where: str) -> None:
     """Refuse, at save time, anything ``weights_only=True`` would refuse at load time."""
     _plain(value, where)
-
-
-# ---------------------------------------------------------------------------------------- Ctrl+C handling
-_deferring = threading.local()
-
-
-@contextlib.contextmanager
-def defer_interrupts() -> Iterator[None]:
-    """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it.
-
-    torch's zip writer turns a ``KeyboardInterrupt`` raised inside it into ``RuntimeError: [enforce fail
-    at inline_container.cc]``, and a half-written temp file is useless anyway: so a checkpoint write is
-    never interrupted, it finishes (a fraction of a second) and *then* the interrupt is raised. Nested
-    uses share the outer one; outside the main thread (where signals cannot be caught) it does nothing.
-    """
-    if getattr(_deferring, "active", False) or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    except (ValueError, OSError):  # e.g. a sub-interpreter: no signal handling possible
-        yield
-        return
-    _deferring.active = True
-    try:
-        yield
-    finally:
-        _deferring.active = False
-        signal.signal(signal.SIGINT, previous)
-    if received:  # the block completed: deliver the held interrupt the way it would have been
-        if callable(previous):
-            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
-        elif previous != signal.SIG_IGN:
-            raise KeyboardInterrupt
-
-
-def _interrupted(err: BaseException) -> bool:
-    """True when ``err`` is, or was caused by, a KeyboardInterrupt (torch wraps it in a RuntimeError)."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        if isinstance(err, KeyboardInterrupt):
-            return True
-        seen.add(id(err))
-        err = err.__cause__ or err.__context__
-    return False
-
-
-# ------------------------------------------------------------------------------------------ temp files
-def _temp_pattern(path: Path) -> re.Pattern[str]:
-    # ".<name>.<pid>.<random>.tmp" (and ".<name>.<random>.tmp" from older versions, without the pid)
-    return re.compile(rf"^\.{re.escape(path.name)}\.(?:(\d+)\.)?[^.]+\.tmp$")
-
-
-def _pid_alive(pid: int) -> bool:
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists, it belongs to someone else
-        return True
-    return True
-
-
-def _remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
-    """Delete temp files of ``path`` that a killed save left behind (a SIGKILL skips every cleanup).
-
-    A temp file is stale when the process that wrote it is gone; when that cannot be told (no pid in the
-    name, or Windows), when it is older than ``older_than_s``. A save running now in another process is
-    never touched.
-    """
-    pattern = _temp_pattern(path)
-    try:
-        entries = list(path.parent.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        match = pattern.match(entry.name)
-        if match is None:
-            continue
-        pid = int(match.group(1)) if match.group(1) else None
-        try:
-            old = time.time() - entry.lstat().st_mtime > older_than_s
-            if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or (old and pid != os.getpid()):
-                entry.unlink()
-        except OSError:
-            pass  # vanished meanwhile, or not ours to delete: harmless
-
-
-def _umask() -> int:
-    try:  # Linux: read it without changing it (os.umask is process-wide, racy with threads)
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 # ------------------------------------------------------------------------------------------------ save
@@ -288,108 +146,34 @@ def save_checkpoint(
         "torch_version": str(torch.__version__),  # TorchVersion is a class weights_only refuses
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(path)
+    remove_stale_temps(path)
     with defer_interrupts():
-        _write(path, payload)
-    _fsync_directory(path.parent)
+        write_atomic(path, payload)
+    fsync_directory(path.parent)
     return path
 
 
-def _write(path: Path, payload: dict[str, Any]) -> None:
-    # The temporary file lives in the same directory so os.replace is a rename within one file system,
-    # which is atomic: readers see either the old checkpoint or the new one, never a partial file. Its name
-    # holds our pid, so that a later save can tell a temp file of a killed process from one being written.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it 0600; a checkpoint is an ordinary file
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" checkpoint
-        _verify_written(Path(tmp_name))
-        os.replace(tmp_name, path)
-    except BaseException as err:  # including KeyboardInterrupt: never leave a stray temp file, never touch `path`
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        if not isinstance(err, KeyboardInterrupt) and _interrupted(err):
-            raise KeyboardInterrupt from None  # torch's "enforce fail at inline_container.cc" was a Ctrl+C
-        raise
-
-
-def _verify_written(tmp: Path) -> None:
-    """Read the new file back with ``weights_only=True`` (memory-mapped: only the pickle is parsed)."""
-    try:
-        loaded = torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
-    except pickle.UnpicklingError as err:
-        raise TypeError(f"the checkpoint holds something torch.load(weights_only=True) cannot read back "
-                        f"({_torch_reason(err)}), so it was not written: store tensors, numbers, strings, "
-                        "lists and dicts only") from None
-    del loaded
-
-
-def _fsync_directory(directory: Path) -> None:
-    # Make the rename itself durable (POSIX); not possible/needed on Windows, hence the broad OSError guard.
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
 # ------------------------------------------------------------------------------------------------ load
-def _torch_reason(err: BaseException) -> str:
-    """The useful part of a torch.load error, without its advice to retry with ``weights_only=False``
-    (which would run any code the file contains) or to call ``add_safe_globals``."""
-    text = str(err)
-    match = re.search(r"WeightsUnpickler error:\s*(.*)", text)
-    reason = match.group(1) if match else text.strip().splitlines()[0] if text.strip() else type(err).__name__
-    reason = re.split(r"(?<=\.)\s+(?=Please|Check the|To |This file|Re-running|Alternatively|You can)",
-                      reason)[0]
-    reason = re.sub(r"\s*\(?\s*weights_only=False[^.]*\.?", "", reason).strip()
-    return reason[:300]
-
-
-def _check_crc(path: Path, advice: str) -> None:
-    """Every entry of a torch zip checkpoint carries a CRC-32 that torch.load does not check: check it."""
-    if not zipfile.is_zipfile(path):
-        return  # not a zip at all: torch.load reports it below
-    try:
-        with zipfile.ZipFile(path) as zf:
-            bad = zf.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
-        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({err}); {advice}") from None
-    if bad is not None:
-        raise CheckpointError(
-            f"checkpoint {path} is damaged: the bytes of its entry {bad!r} do not match their CRC-32 checksum "
-            f"(a disk, memory or copy error changed them); {advice}"
-        )
-
-
 def _read(path: Path, map_location: Any) -> dict[str, Any]:
     advice = f"delete {path} to start from scratch, or load an earlier checkpoint"
-    _check_crc(path, advice)
+    problem = crc_problem(path)
+    if problem is not None:
+        raise CheckpointError(f"checkpoint {path} {problem}; {advice}")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
         if "unsupported global" in str(err).lower():  # a class/function the safe loader will not import
             raise CheckpointError(
-                f"{path} contains Python objects that are not tensors or plain values ({_torch_reason(err)}), "
+                f"{path} contains Python objects that are not tensors or plain values ({torch_reason(err)}), "
                 "so torch.load(weights_only=True) refused it (unpickling them could run arbitrary code); "
                 f"course_utils.save_checkpoint never writes such files. {advice[0].upper()}{advice[1:]}"
             ) from None
         raise CheckpointError(
-            f"checkpoint {path} is corrupt or truncated ({_torch_reason(err)}); {advice}"
+            f"checkpoint {path} is corrupt or truncated ({torch_reason(err)}); {advice}"
         ) from None
     except Exception as err:  # torch raises OSError, EOFError, KeyError, RuntimeError... for damaged files
         raise CheckpointError(
-            f"checkpoint {path} is corrupt or truncated ({type(err).__name__}: {_torch_reason(err)}); {advice}"
+            f"checkpoint {path} is corrupt or truncated ({type(err).__name__}: {torch_reason(err)}); {advice}"
         ) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT or "model" not in ckpt:
         keys = sorted(map(str, ckpt))[:5] if isinstance(ckpt, dict) else type(ckpt).__name__
@@ -478,7 +262,7 @@ def load_checkpoint(
     if any(t.is_meta for t in (*target.parameters(), *target.buffers())):
         raise ValueError("the model is on the meta device (shapes without storage), where loading weights does "
                          "nothing: build it on a real device, or call model.to_empty(device='cpu') first")
-    _remove_stale_temps(path)
+    remove_stale_temps(path)
     ckpt = _read(path, "cpu" if map_location is None else map_location)
     if optimizer is not None and ckpt.get("optimizer") is None:
         raise CheckpointError(

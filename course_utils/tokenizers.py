@@ -28,6 +28,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from .validation import check_int
+
 PAD, UNK, BOS, EOS, MASK = "<pad>", "<unk>", "<bos>", "<eos>", "<mask>"
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS, MASK)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID = range(len(SPECIAL_TOKENS))
@@ -39,20 +41,12 @@ _WORD_RE = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+(?:'(?:(?![{_CJK}])\w)+)*|\
 _IS_CJK = re.compile(rf"[{_CJK}]")
 
 
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
-
-
 def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID,
               max_len: int | None = None) -> torch.Tensor:
     """Stack sequences of ids into a ``(B, T)`` LongTensor right-padded with ``pad_id``; ``T`` is the longest
     sequence, or exactly ``max_len`` when given (longer sequences are cut at the end)."""
     if max_len is not None:
-        _check_int(max_len, "max_len", 0)
+        check_int(max_len, "max_len", 0)
     rows = [torch.as_tensor(s, dtype=torch.long).reshape(-1) for s in seqs]
     width = max((len(r) for r in rows), default=0) if max_len is None else max_len
     out = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -182,7 +176,7 @@ class Tokenizer:
         rows = [self.encode(t, max_len=max_len, **flags) for t in texts]
         width = max((len(r) for r in rows), default=0)
         if pad_to is not None:
-            if _check_int(pad_to, "pad_to", 0) < width:
+            if check_int(pad_to, "pad_to", 0) < width:
                 raise ValueError(f"pad_to={pad_to} is shorter than the longest encoded text ({width} tokens): "
                                  f"pass max_len={pad_to} to truncate, or a larger pad_to")
             width = pad_to

@@ -15,21 +15,24 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import random
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .checkpoint import CheckpointError, defer_interrupts, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .device import move_to_device, pick_device
+from .history import History, TrainingDiverged
+from .optim import param_groups
+from .rng import seed_everything
+from .safe_files import defer_interrupts
 from .schedules import cosine_schedule, inverse_sqrt_schedule
+from .validation import check_int, is_real_number
 
 __all__ = [
     "pick_device", "seed_everything", "move_to_device", "History", "TrainingDiverged", "fit", "param_groups",
@@ -38,140 +41,6 @@ __all__ = [
 
 _AMP_MODES = ("auto", "bf16", "fp16", "off")
 _ON_INTERRUPT = ("auto", "return", "raise")
-
-
-def pick_device(prefer: str | torch.device | None = None) -> torch.device:
-    """The best available device: CUDA, then Apple MPS, then CPU; or ``prefer``, checked to be usable."""
-    if prefer is None:
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    try:
-        device = torch.device(prefer)
-    except (RuntimeError, TypeError) as err:
-        raise ValueError(f"unknown device {prefer!r}: use 'cpu', 'cuda', 'cuda:0', 'mps' or None") from err
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {prefer!r} requested but CUDA is not available: use pick_device() or 'cpu'")
-    if device.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-        raise ValueError(f"device {prefer!r} requested but MPS is not available: use pick_device() or 'cpu'")
-    return device
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python's ``random``, NumPy's global RNG and torch (CPU and every CUDA device)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r} (NumPy's limit)")
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)  # also seeds all CUDA devices
-
-
-def move_to_device(batch: Any, device: torch.device | str) -> Any:
-    """Move every tensor in ``batch`` (a tensor, tuple/list/namedtuple or dict, nested) to ``device``."""
-    if isinstance(batch, Tensor):
-        return batch.to(device)
-    if isinstance(batch, Mapping):  # any mapping comes back as a plain dict
-        return {k: move_to_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple: rebuild with positional fields
-        return type(batch)(*(move_to_device(v, device) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(move_to_device(v, device) for v in batch)
-    return batch  # ints, strings, None...: nothing to move
-
-
-_RESERVED = ("step", "loss", "lr", "elapsed", "val_step", "interrupted")
-
-
-@dataclass
-class History:
-    """What ``fit`` recorded, as plain lists: ``plt.plot(h.step, h.loss)`` or ``viz.plot_history(h)``.
-
-    ``step[i]`` is the (0-based) update index, ``loss[i]`` its training loss, ``lr[i]`` the learning rate used
-    for it, ``elapsed[i]`` the seconds since training began (summed across resumes). Evaluations: ``val_step``
-    and ``metrics = {"val_loss": [...], ...}`` aligned with it (NaN where a metric was not returned).
-    ``interrupted`` is True when the run was stopped with Ctrl+C or the Jupyter stop button.
-    """
-
-    step: list[int] = field(default_factory=list)
-    loss: list[float] = field(default_factory=list)
-    lr: list[float] = field(default_factory=list)
-    elapsed: list[float] = field(default_factory=list)
-    val_step: list[int] = field(default_factory=list)
-    metrics: dict[str, list[float]] = field(default_factory=dict)
-    interrupted: bool = False
-
-    def __len__(self) -> int:
-        return len(self.step)
-
-    def record_step(self, step: int, loss: float, lr: float, elapsed: float) -> None:
-        self.step.append(int(step))
-        self.loss.append(float(loss))
-        self.lr.append(float(lr))
-        self.elapsed.append(float(elapsed))
-
-    def record_eval(self, step: int, metrics: Mapping[str, Any]) -> None:
-        for name in metrics:
-            if name in _RESERVED:
-                raise ValueError(f"eval_fn returned a metric named {name!r}, a name History uses for "
-                                 f"training: rename it, e.g. 'val_{name}'")
-            # a metric seen for the first time: pad its earlier evaluations with NaN
-            self.metrics.setdefault(str(name), [math.nan] * len(self.val_step))
-        self.val_step.append(int(step))
-        for name, values in self.metrics.items():
-            values.append(float(metrics[name]) if name in metrics else math.nan)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain lists (no tensors): the keys ``viz.plot_history`` reads, each metric under its own name.
-
-        Safe to store in a ``weights_only`` checkpoint or as JSON.
-        """
-        out: dict[str, Any] = {"step": list(self.step), "loss": list(self.loss), "lr": list(self.lr),
-                               "elapsed": list(self.elapsed), "val_step": list(self.val_step)}
-        out.update({name: list(values) for name, values in self.metrics.items()})
-        out["interrupted"] = self.interrupted
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> History:
-        """Inverse of :meth:`to_dict` (every key that is not a training field is an eval metric)."""
-        return cls(step=list(data["step"]), loss=list(data["loss"]), lr=list(data["lr"]),
-                   elapsed=list(data["elapsed"]), val_step=list(data.get("val_step", [])),
-                   metrics={k: list(v) for k, v in data.items() if k not in _RESERVED},
-                   interrupted=bool(data.get("interrupted", False)))
-
-
-class TrainingDiverged(FloatingPointError):
-    """The loss (or the gradient norm) became NaN/inf; ``step``, ``value`` and ``lr`` say where."""
-
-    def __init__(self, message: str, *, step: int, value: float, lr: float) -> None:
-        super().__init__(message)
-        self.step, self.value, self.lr = step, value, lr
-
-
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW parameter groups that apply ``weight_decay`` to weight matrices only (GPT-2, nanoGPT, BERT).
-
-    Decoupled weight decay, ``w <- w - lr * weight_decay * w``, pulls a weight towards 0. That is a useful
-    prior for the matrices of linear layers (``p.dim() >= 2``) but not for biases, LayerNorm gains (a gain
-    pulled to 0 switches its feature off) or embedding tables (each row of a rare token would shrink at
-    every step while it seldom gets a gradient). So: one group with ``weight_decay`` for every parameter
-    with ``p.dim() >= 2`` that is not the table of an ``nn.Embedding``, one group with 0 for the rest.
-    Shared (tied) parameters appear once; empty groups are left out::
-
-        optimizer = torch.optim.AdamW(param_groups(model, 0.1), lr=3e-4)
-    """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"param_groups needs an nn.Module, got {type(model).__name__}")
-    if not (_is_number(weight_decay) and math.isfinite(weight_decay) and weight_decay >= 0):
-        raise ValueError(f"weight_decay must be a finite float >= 0 (e.g. 0.1 or 0.0), got {weight_decay!r}")
-    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
-    decay, no_decay = [], []
-    for p in model.parameters():  # each shared parameter once
-        (decay if p.dim() >= 2 and id(p) not in embeddings else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": float(weight_decay)}, {"params": no_decay, "weight_decay": 0.0}]
-    return [g for g in groups if g["params"]]
 
 
 def _resolve_amp(amp: str, device: torch.device) -> str:
@@ -190,16 +59,6 @@ def _in_notebook() -> bool:
         return False
     shell = sys.modules["IPython"].get_ipython()
     return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
 
 
 def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn.Module, Any], Tensor], *,
@@ -233,16 +92,16 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     ``"auto"`` default in a script, so that a script or a torchrun job really stops) the
     ``KeyboardInterrupt`` is raised again, carrying the history as ``err.history``.
     """
-    steps = _check_int("steps", steps, 1)
-    eval_every = _check_int("eval_every", eval_every, 0)
-    checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 0)
+    steps = check_int(steps, "steps", 1)
+    eval_every = check_int(eval_every, "eval_every", 0)
+    checkpoint_every = check_int(checkpoint_every, "checkpoint_every", 0)
     if eval_every and eval_fn is None:
         raise ValueError(f"eval_every={eval_every} needs an eval_fn: pass eval_fn=lambda model: {{...}}")
     if checkpoint_every and checkpoint_path is None:
         raise ValueError(f"checkpoint_every={checkpoint_every} needs checkpoint_path='runs/model.pt'")
-    if clip_grad is not None and not (_is_number(clip_grad) and clip_grad >= 0):
+    if clip_grad is not None and not (is_real_number(clip_grad) and clip_grad >= 0):
         raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
-    if optimizer is None and not (_is_number(lr) and math.isfinite(lr) and lr > 0):
+    if optimizer is None and not (is_real_number(lr) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")

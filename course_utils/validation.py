@@ -120,6 +120,11 @@ def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids")
     return ids
 
 
+def is_real_number(value) -> bool:
+    """True for an int or float (NumPy scalars included), False for a bool, a string, a tensor..."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def check_int(value, name: str, minimum: int | None = 1) -> int:
     """Raise ``TypeError`` unless ``value`` is an int (not bool/float/str), ``ValueError`` if below ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

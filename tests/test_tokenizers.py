@@ -149,7 +149,7 @@ def test_pad_batch_shapes_values_and_truncation():
     assert pad_batch([]).shape == (0, 0)
     with pytest.raises(ValueError, match="max_len"):
         pad_batch([[1]], max_len=-1)
-    with pytest.raises(TypeError, match="max_len must be an int, got 1.5"):  # not silently cut to 1
+    with pytest.raises(TypeError, match="max_len must be an int, got float 1.5"):  # not silently cut to 1
         pad_batch([[1, 2]], max_len=1.5)
 
 

@@ -2,8 +2,7 @@
 
 Each loader looks in the data folder, downloads when it may, and, with ``fallback=True``, returns a tiny
 bundled sample (with a :class:`~course_utils.data.samples.SampleDataWarning`) when the real data cannot be
-had.
-A corrupt file is never silently replaced by a sample: its :class:`ChecksumMismatch` always propagates.
+had. A corrupt file is never silently replaced by a sample: its :class:`ChecksumMismatch` always propagates.
 
 Every result says where it came from: ``result.source`` is a :class:`DataSource`, ``result.describe()`` a
 one-line summary for the lesson to print.
@@ -89,7 +88,6 @@ def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable)
     return Examples(rows, f"{title} (sample)", split, source)
 
 
-# ----------------------------------------------------------------------------------------------- parsers
 def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
     """Rows of a TSV with a header naming a ``label`` column (0/1) and one text column.
 

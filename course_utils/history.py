@@ -1,0 +1,78 @@
+"""What a training run recorded (``History``) and how it can fail loudly (``TrainingDiverged``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["History", "TrainingDiverged"]
+
+_RESERVED = ("step", "loss", "lr", "elapsed", "val_step", "interrupted")
+
+
+@dataclass
+class History:
+    """What ``fit`` recorded, as plain lists: ``plt.plot(h.step, h.loss)`` or ``viz.plot_history(h)``.
+
+    ``step[i]`` is the (0-based) update index, ``loss[i]`` its training loss, ``lr[i]`` the learning rate used
+    for it, ``elapsed[i]`` the seconds since training began (summed across resumes). Evaluations: ``val_step``
+    and ``metrics = {"val_loss": [...], ...}`` aligned with it (NaN where a metric was not returned).
+    ``interrupted`` is True when the run was stopped with Ctrl+C or the Jupyter stop button.
+    """
+
+    step: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    elapsed: list[float] = field(default_factory=list)
+    val_step: list[int] = field(default_factory=list)
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+    interrupted: bool = False
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def record_step(self, step: int, loss: float, lr: float, elapsed: float) -> None:
+        self.step.append(int(step))
+        self.loss.append(float(loss))
+        self.lr.append(float(lr))
+        self.elapsed.append(float(elapsed))
+
+    def record_eval(self, step: int, metrics: Mapping[str, Any]) -> None:
+        for name in metrics:
+            if name in _RESERVED:
+                raise ValueError(f"eval_fn returned a metric named {name!r}, a name History uses for "
+                                 f"training: rename it, e.g. 'val_{name}'")
+            # a metric seen for the first time: pad its earlier evaluations with NaN
+            self.metrics.setdefault(str(name), [math.nan] * len(self.val_step))
+        self.val_step.append(int(step))
+        for name, values in self.metrics.items():
+            values.append(float(metrics[name]) if name in metrics else math.nan)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain lists (no tensors): the keys ``viz.plot_history`` reads, each metric under its own name.
+
+        Safe to store in a ``weights_only`` checkpoint or as JSON.
+        """
+        out: dict[str, Any] = {"step": list(self.step), "loss": list(self.loss), "lr": list(self.lr),
+                               "elapsed": list(self.elapsed), "val_step": list(self.val_step)}
+        out.update({name: list(values) for name, values in self.metrics.items()})
+        out["interrupted"] = self.interrupted
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> History:
+        """Inverse of :meth:`to_dict` (every key that is not a training field is an eval metric)."""
+        return cls(step=list(data["step"]), loss=list(data["loss"]), lr=list(data["lr"]),
+                   elapsed=list(data["elapsed"]), val_step=list(data.get("val_step", [])),
+                   metrics={k: list(v) for k, v in data.items() if k not in _RESERVED},
+                   interrupted=bool(data.get("interrupted", False)))
+
+
+class TrainingDiverged(FloatingPointError):
+    """The loss (or the gradient norm) became NaN/inf; ``step``, ``value`` and ``lr`` say where."""
+
+    def __init__(self, message: str, *, step: int, value: float, lr: float) -> None:
+        super().__init__(message)
+        self.step, self.value, self.lr = step, value, lr

@@ -1,0 +1,36 @@
+"""Optimizer parameter groups: weight decay on weight matrices only."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torch import nn
+
+from .validation import is_real_number
+
+__all__ = ["param_groups"]
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW parameter groups that apply ``weight_decay`` to weight matrices only (GPT-2, nanoGPT, BERT).
+
+    Decoupled weight decay, ``w <- w - lr * weight_decay * w``, pulls a weight towards 0. That is a useful
+    prior for the matrices of linear layers (``p.dim() >= 2``) but not for biases, LayerNorm gains (a gain
+    pulled to 0 switches its feature off) or embedding tables (each row of a rare token would shrink at
+    every step while it seldom gets a gradient). So: one group with ``weight_decay`` for every parameter
+    with ``p.dim() >= 2`` that is not the table of an ``nn.Embedding``, one group with 0 for the rest.
+    Shared (tied) parameters appear once; empty groups are left out::
+
+        optimizer = torch.optim.AdamW(param_groups(model, 0.1), lr=3e-4)
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"param_groups needs an nn.Module, got {type(model).__name__}")
+    if not (is_real_number(weight_decay) and math.isfinite(weight_decay) and weight_decay >= 0):
+        raise ValueError(f"weight_decay must be a finite float >= 0 (e.g. 0.1 or 0.0), got {weight_decay!r}")
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay, no_decay = [], []
+    for p in model.parameters():  # each shared parameter once
+        (decay if p.dim() >= 2 and id(p) not in embeddings else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": float(weight_decay)}, {"params": no_decay, "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]

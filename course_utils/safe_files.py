@@ -1,0 +1,205 @@
+"""Atomic, verified torch files: the file layer under ``course_utils.checkpoint``.
+
+* :func:`defer_interrupts` holds Ctrl+C (SIGINT, the Jupyter stop button) while a file is written;
+* :func:`write_atomic` writes to a temp file in the same directory, ``fsync``-s it, reads it back with
+  ``weights_only=True`` and ``os.replace``-s it over the old file, so readers see the old file or the new one;
+* :func:`remove_stale_temps` deletes the temp files of a killed writer (never those of a live one);
+* :func:`crc_problem` checks the zip CRC-32 of every entry, which ``torch.load`` does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import re
+import signal
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["defer_interrupts", "write_atomic", "remove_stale_temps", "fsync_directory", "crc_problem",
+           "torch_reason", "was_interrupted"]
+
+
+# ---------------------------------------------------------------------------------------- Ctrl+C handling
+_deferring = threading.local()
+
+
+@contextlib.contextmanager
+def defer_interrupts() -> Iterator[None]:
+    """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it.
+
+    torch's zip writer turns a ``KeyboardInterrupt`` raised inside it into ``RuntimeError: [enforce fail
+    at inline_container.cc]``, and a half-written temp file is useless anyway: so a checkpoint write is
+    never interrupted, it finishes (a fraction of a second) and *then* the interrupt is raised. Nested
+    uses share the outer one; outside the main thread (where signals cannot be caught) it does nothing.
+    """
+    if getattr(_deferring, "active", False) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    except (ValueError, OSError):  # e.g. a sub-interpreter: no signal handling possible
+        yield
+        return
+    _deferring.active = True
+    try:
+        yield
+    finally:
+        _deferring.active = False
+        signal.signal(signal.SIGINT, previous)
+    if received:  # the block completed: deliver the held interrupt the way it would have been
+        if callable(previous):
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+
+def was_interrupted(err: BaseException) -> bool:
+    """True when ``err`` is, or was caused by, a KeyboardInterrupt (torch wraps it in a RuntimeError)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+# ------------------------------------------------------------------------------------------ temp files
+def _temp_pattern(path: Path) -> re.Pattern[str]:
+    # ".<name>.<pid>.<random>.tmp" (and ".<name>.<random>.tmp" from older versions, without the pid)
+    return re.compile(rf"^\.{re.escape(path.name)}\.(?:(\d+)\.)?[^.]+\.tmp$")
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, it belongs to someone else
+        return True
+    return True
+
+
+def remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
+    """Delete temp files of ``path`` that a killed save left behind (a SIGKILL skips every cleanup).
+
+    A temp file is stale when the process that wrote it is gone; when that cannot be told (no pid in the
+    name, or Windows), when it is older than ``older_than_s``. A save running now in another process is
+    never touched.
+    """
+    pattern = _temp_pattern(path)
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match is None:
+            continue
+        pid = int(match.group(1)) if match.group(1) else None
+        try:
+            old = time.time() - entry.lstat().st_mtime > older_than_s
+            if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or (old and pid != os.getpid()):
+                entry.unlink()
+        except OSError:
+            pass  # vanished meanwhile, or not ours to delete: harmless
+
+
+def _umask() -> int:
+    try:  # Linux: read it without changing it (os.umask is process-wide, racy with threads)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, payload: dict[str, Any]) -> None:
+    # The temporary file lives in the same directory so os.replace is a rename within one file system,
+    # which is atomic: readers see either the old checkpoint or the new one, never a partial file. Its name
+    # holds our pid, so that a later save can tell a temp file of a killed process from one being written.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it 0600; a checkpoint is an ordinary file
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" checkpoint
+        _verify_written(Path(tmp_name))
+        os.replace(tmp_name, path)
+    except BaseException as err:  # including KeyboardInterrupt: never leave a stray temp file, never touch `path`
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        if not isinstance(err, KeyboardInterrupt) and was_interrupted(err):
+            raise KeyboardInterrupt from None  # torch's "enforce fail at inline_container.cc" was a Ctrl+C
+        raise
+
+
+def _verify_written(tmp: Path) -> None:
+    """Read the new file back with ``weights_only=True`` (memory-mapped: only the pickle is parsed)."""
+    try:
+        loaded = torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as err:
+        raise TypeError(f"the checkpoint holds something torch.load(weights_only=True) cannot read back "
+                        f"({torch_reason(err)}), so it was not written: store tensors, numbers, strings, "
+                        "lists and dicts only") from None
+    del loaded
+
+
+def fsync_directory(directory: Path) -> None:
+    # Make the rename itself durable (POSIX); not possible/needed on Windows, hence the broad OSError guard.
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def torch_reason(err: BaseException) -> str:
+    """The useful part of a torch.load error, without its advice to retry with ``weights_only=False``
+    (which would run any code the file contains) or to call ``add_safe_globals``."""
+    text = str(err)
+    match = re.search(r"WeightsUnpickler error:\s*(.*)", text)
+    reason = match.group(1) if match else text.strip().splitlines()[0] if text.strip() else type(err).__name__
+    reason = re.split(r"(?<=\.)\s+(?=Please|Check the|To |This file|Re-running|Alternatively|You can)",
+                      reason)[0]
+    reason = re.sub(r"\s*\(?\s*weights_only=False[^.]*\.?", "", reason).strip()
+    return reason[:300]
+
+
+def crc_problem(path: Path) -> str | None:
+    """What is wrong with the zip CRC-32s of a torch file, or None (also for a file that is not a zip at all:
+    torch.load reports that). Every entry of a torch zip file carries a CRC-32 that torch.load does not check."""
+    if not zipfile.is_zipfile(path):
+        return None
+    try:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
+        return f"is corrupt or truncated ({err})"
+    if bad is not None:
+        return (f"is damaged: the bytes of its entry {bad!r} do not match their CRC-32 checksum "
+                "(a disk, memory or copy error changed them)")
+    return None
