@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from course_lab import i18n
 from course_lab.lessons import l03_attention as l03
@@ -14,26 +15,19 @@ from course_lab.lessons import l03_attention as l03
 pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
-# --- reference solutions and wrong answers of the exercises -------------------------------------------
+# --- reference solutions and wrong answers of the exercises (the full table: exercise_answers_03.py) ---------
 
-def good_weights(q, k):
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-
-
-def unscaled_weights(q, k):
-    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+def good_jacobian(a):
+    return torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)
 
 
-def wrong_axis_weights(q, k):
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2)
+def transposed_outer_jacobian(a):                   # a_j(δ_ij − a_i): the same here, the Jacobian is symmetric
+    return (torch.diag_embed(a) - a.unsqueeze(-2) * a.unsqueeze(-1)).transpose(-2, -1)
 
 
-def good_entropy(w):
-    return -torch.special.xlogy(w, w).sum(-1)
-
-
-def nan_entropy(w):
-    return -(w * w.log()).sum(-1)
+def looping_jacobian(a):                            # allowed: slower, but no autograd
+    rows = a.reshape(-1, a.shape[-1])
+    return torch.stack([torch.diag(r) - torch.outer(r, r) for r in rows]).reshape(*a.shape, a.shape[-1])
 
 
 def good_masked(q, k, v, mask):
@@ -43,68 +37,73 @@ def good_masked(q, k, v, mask):
 
 
 def ignores_mask(q, k, v, mask):
-    w = good_weights(q, k)
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
     return w @ v, w
 
 
-def not_started(*args):
-    raise NotImplementedError
+def inverted_mask(q, k, v, mask):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(mask, -1e9)
+    w = torch.softmax(scores, dim=-1)
+    return w @ v, w
 
 
-def crashes(*args):
-    raise RuntimeError("boom")
+def sdpa_masked(q, k, v, mask):
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return out, good_masked(q, k, v, mask)[1]
 
 
-@pytest.mark.parametrize("check, good, bad", [
-    (l03.check_attention_weights, good_weights, unscaled_weights),
-    (l03.check_attention_weights, good_weights, wrong_axis_weights),
-    (l03.check_row_entropy, good_entropy, nan_entropy),
-    (l03.check_masked_attention, good_masked, ignores_mask),
-])
-def test_checks_accept_solution_and_reject_mistake(check, good, bad, capsys):
-    assert check(good) is True
-    assert "✓" in capsys.readouterr().out
-    assert check(bad) is False
-    assert "✓" not in capsys.readouterr().out
+def test_jacobian_check_accepts_equivalent_forms_and_matches_autograd(capsys):
+    assert l03.check_softmax_jacobian(transposed_outer_jacobian) is True
+    assert l03.check_softmax_jacobian(looping_jacobian) is True
+    out = capsys.readouterr().out
+    assert "one-hot row 0" in out
+    s = torch.randn(7, dtype=torch.float64)
+    want = torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), s)
+    torch.testing.assert_close(good_jacobian(torch.softmax(s, -1)), want)
 
 
-@pytest.mark.parametrize("check", [l03.check_attention_weights, l03.check_row_entropy,
-                                   l03.check_masked_attention])
-def test_checks_never_raise(check, capsys):
-    assert check(not_started) is False
-    assert "Not attempted yet" in capsys.readouterr().out
-    assert check(crashes) is False
-    assert "RuntimeError" in capsys.readouterr().out
-    assert check(lambda *a: "not a tensor") is False
+def test_jacobian_hint_for_the_diagonal_only(capsys):
+    assert l03.check_softmax_jacobian(lambda a: torch.diag_embed(a * (1 - a))) is False
+    assert "sigmoid" in capsys.readouterr().out
 
 
-def test_check_hints(capsys):
-    l03.check_attention_weights(unscaled_weights)
-    assert "√d_k" in capsys.readouterr().out
-    l03.check_row_entropy(nan_entropy)
-    assert "NaN" in capsys.readouterr().out
-    l03.check_masked_attention(ignores_mask)
+def test_unit_scale_check_measures_and_hints(capsys):
+    assert l03.check_unit_scale(lambda d, vq, vk: (d * vq * vk) ** -0.5) is True
+    out = capsys.readouterr().out
+    measured = float(out.split("Var = ")[1].rstrip(".\n"))
+    assert abs(measured - 1) < 0.05
+    assert l03.check_unit_scale(lambda d, vq, vk: 1 / (math.sqrt(d) * vq * vk)) is False
+    assert "standard deviation" in capsys.readouterr().out
+    assert l03.check_unit_scale(lambda d, vq, vk: 0.125) is False        # a hard-coded number: right only once
+    assert "✗" in capsys.readouterr().out
+
+
+def test_masked_attention_hints_and_library_calls(capsys):
+    assert l03.check_masked_attention(ignores_mask) is False
     assert "-inf" in capsys.readouterr().out
+    assert l03.check_masked_attention(inverted_mask) is False
+    assert "may attend" in capsys.readouterr().out
+    assert l03.check_masked_attention(sdpa_masked) is False
+    assert "scaled_dot_product_attention" in capsys.readouterr().out
+    assert F.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"   # restored after the check
 
 
 def test_check_messages_follow_language(capsys):
     i18n.set_language("zh")
-    l03.check_row_entropy(not_started)
-    assert "还没有作答" in capsys.readouterr().out
+    l03.check_unit_scale(lambda d, vq, vk: 1 / math.sqrt(d))
+    assert "方差为 1" in capsys.readouterr().out
 
 
-# --- demo functions -----------------------------------------------------------------------------------
+# --- demo data ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_tiny_sentence_queries_find_what_they_seek(lang):
-    tokens, x, w_q, w_k = l03.tiny_sentence(lang)
-    assert len(tokens) == x.shape[0] == 6 and x.shape[1] == w_q.shape[0] == w_k.shape[0] == 8
-    weights = torch.softmax((x @ w_q) @ (x @ w_k).T / 2.0, dim=-1)
-    roles = [role for _, role in l03.SENTENCES[lang]]
-    for i, role in enumerate(roles):
-        best = int(weights[i].argmax())
-        assert roles[best] == l03.SEEKS[role], (tokens[i], tokens[best])
-    torch.testing.assert_close(weights.sum(-1), torch.ones(6))
+def test_sentence_words(lang):
+    tokens, types, word_part = l03.sentence_words(lang)
+    assert len(tokens) == len(types) == word_part.shape[0] == 6 and word_part.shape[1] == 4
+    assert set(types) <= set(l03.ROLES) and set(l03.SEEKS.values()) <= set(types)
+    for i, j in ((a, b) for a in range(6) for b in range(6)):     # same word, same features
+        assert torch.equal(word_part[i], word_part[j]) == (tokens[i] == tokens[j])
+    assert "上" not in tokens                                    # a localiser (方位词), not a preposition
 
 
 def test_random_attention_saturates_only_without_scaling():
@@ -174,9 +173,9 @@ def test_zh_figures_have_every_glyph():
     scaled = {"max_weight": [0.2], "entropy": [2.3], "grad_norm": [0.3]}
     figs = [w.figure, l03.plot_dot_product_variance([4], [4.0]),
             l03.plot_saturation([4], scaled, scaled, t_keys=16)]
-    tokens, x, w_q, w_k = l03.tiny_sentence()
+    tokens, _, _ = l03.sentence_words()
     from course_lab import viz
-    figs.append(viz.plot_attention(torch.softmax((x @ w_q) @ (x @ w_k).T, -1), tokens, tokens))
+    figs.append(viz.plot_attention(torch.softmax(torch.randn(6, 6), -1), tokens, tokens))
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*Glyph.*")
         for fig in figs:

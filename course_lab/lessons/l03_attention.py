@@ -1,9 +1,9 @@
 """Lesson 03 · scaled dot-product attention: a tiny sentence, the √d_k demos, a widget, the exercise checks.
 
-The notebook writes attention itself in a few lines; this module holds what would distract from that: the
-hand-made sentence whose heatmap the lesson draws, the plots of the √d_k measurements, the d_k / scaling
-widget and the functions that check the students' exercises (they never raise, so the notebook always runs
-to the end).
+The notebook writes attention itself in a few lines, and the hand-made W^Q, W^K of its sentence; this module
+holds what would distract from that: the sentence's words and word-specific features, the plots of the √d_k
+measurements, the d_k / scaling widget and the functions that check the students' exercises (they never raise,
+so the notebook always runs to the end).
 """
 
 from __future__ import annotations
@@ -12,49 +12,43 @@ import math
 
 import numpy as np
 import torch
+import torch.func  # noqa: F401  (watched by check_softmax_jacobian)
 
+import course_utils
+import course_utils.attention
 from course_utils.attention import attention_with_weights
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, passed, say, tensor_close
+from ..exercises import attempt, fail, never_raises, number_problem, passed, report, say, tensor_close, watching
 
 # ----------------------------------------------------------------------------------------------------
-# A tiny sentence with hand-made features
+# A tiny sentence: the words, their types and a small word-specific part (the notebook writes W^Q, W^K)
 # ----------------------------------------------------------------------------------------------------
 
 ROLES = ("det", "noun", "verb", "prep")
 # What each word type looks for (its query): determiners and verbs look for nouns, nouns for their verb,
-# prepositions for the noun they introduce.
+# prepositions for the noun they introduce. The notebooks write this table as the matrix W^Q.
 SEEKS = {"det": "noun", "noun": "verb", "verb": "noun", "prep": "noun"}
 
+# The Chinese sentence avoids 在…上: 上 is a localiser (方位词), not a preposition, and fits none of the four types.
 SENTENCES = {
     "en": [("the", "det"), ("cat", "noun"), ("sat", "verb"), ("on", "prep"), ("the", "det"), ("mat", "noun")],
-    "zh": [("这只", "det"), ("猫", "noun"), ("坐", "verb"), ("在", "prep"), ("垫子", "noun"), ("上", "prep")],
+    "zh": [("这只", "det"), ("猫", "noun"), ("对", "prep"), ("那只", "det"), ("狗", "noun"), ("叫", "verb")],
 }
 
 
-def tiny_sentence(lang: str | None = None, strength: float = 4.0):
-    """Tokens and hand-made matrices for a six-word sentence.
+def sentence_words(lang: str | None = None, width: int = 4):
+    """The lesson's six-word sentence: ``(tokens, types, word_part)``.
 
-    Returns ``(tokens, X, W_q, W_k)``: ``X`` (T, 8) has a one-hot word type in its first 4 columns and a
-    small word-specific part in the last 4; ``W_q`` (8, 4) maps a word type to the type it *looks for*,
-    ``W_k`` (8, 4) to the type it *is*. So ``(X W_q)(X W_k)ᵀ`` is ``strength`` where a query finds the type
-    it seeks.
+    ``types`` is the word type of each token (one of :data:`ROLES`); ``word_part`` (T, width) is a small random
+    vector per distinct word (std 0.3), the same for both occurrences of "the". The notebook builds the input
+    ``X = [one_hot(type) | word_part]`` and the matrices W^Q, W^K itself.
     """
     words = i18n.pick(SENTENCES, lang)
     tokens = [w for w, _ in words]
     g = torch.Generator().manual_seed(3)
-    identity = {w: 0.3 * torch.randn(4, generator=g) for w in sorted(set(tokens))}
-    x = torch.zeros(len(words), 8)
-    for i, (word, role) in enumerate(words):
-        x[i, ROLES.index(role)] = 1.0
-        x[i, 4:] = identity[word]
-    w_q = torch.zeros(8, 4)
-    w_k = torch.zeros(8, 4)
-    for r, role in enumerate(ROLES):
-        w_q[r, ROLES.index(SEEKS[role])] = strength
-        w_k[r, r] = 1.0
-    return tokens, x, w_q, w_k
+    identity = {w: 0.3 * torch.randn(width, generator=g) for w in sorted(set(tokens))}
+    return tokens, [role for _, role in words], torch.stack([identity[w] for w in tokens])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -216,46 +210,84 @@ def _qkv(seed: int, shape_q=(2, 3, 5, 4), t_k: int = 6, d_v: int = 3):
     return q, k, v
 
 
+_AUTOGRAD = ((torch.autograd.functional, "jacobian"), (torch.autograd, "grad"), (torch.Tensor, "backward"),
+             (torch.func, "jacrev"), (torch.func, "jacfwd"))
+
+
+def _reference_jacobian(a: torch.Tensor) -> torch.Tensor:
+    """∂a_i/∂s_j = a_i (δ_ij − a_j), for every row of a (…, T): (…, T, T)."""
+    return torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)
+
+
 @never_raises
-def check_attention_weights(fn) -> bool:
-    """Exercise 1: ``fn(q, k)`` must return softmax(q kᵀ / √d_k) over the keys, for any leading dimensions."""
-    for seed, shape in ((0, (5, 4)), (1, (2, 3, 5, 16))):
-        q, k, _ = _qkv(seed, shape)
-        ok, got = attempt(fn, q, k)
+def check_softmax_jacobian(fn) -> bool:
+    """Exercise 1: ``fn(a)`` maps softmax rows a (…, T) to their Jacobians (…, T, T), written from the formula."""
+    g = torch.Generator().manual_seed(1)
+    cases = [torch.softmax(torch.randn(5, generator=g), -1),
+             torch.softmax(torch.randn(2, 3, 6, generator=g) * 3, -1)]
+    cases[1][0, 0] = torch.nn.functional.one_hot(torch.tensor(2), 6).float()   # a saturated row
+    for a in cases:
+        with watching(fn, _AUTOGRAD) as calls:
+            ok, got = attempt(fn, a.clone())
         if not ok:
             return False
-        want = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-        if not tensor_close(got, want, f"q {tuple(q.shape)}", f"q 的形状为 {tuple(q.shape)} 时"):
-            if isinstance(got, torch.Tensor) and got.shape == want.shape:
-                unscaled = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
-                if torch.allclose(got.detach(), unscaled, atol=1e-5):
-                    say("Hint: you forgot to divide the scores by √d_k.", "提示：忘了把分数除以 √d_k。")
-                elif torch.allclose(got.detach().sum(-2), torch.ones_like(want[..., 0, :]), atol=1e-5):
-                    say("Hint: the softmax must run over the keys (dim=-1), so that each row sums to 1.",
-                        "提示：softmax 要沿着键的维度（dim=-1）计算，让每一行加起来等于 1。")
+        if calls:
+            return fail("You asked autograd for the Jacobian: the exercise asks you to write a_i(δ_ij − a_j) "
+                        "yourself, as one tensor expression for every row at once (autograd is what we "
+                        "check it against).",
+                        "你让 autograd 算出了雅可比矩阵：本题要求你亲手写出 a_i(δ_ij − a_j)，用一个张量表达式一次算出"
+                        "所有行（autograd 是我们用来核对的）。")
+        want = _reference_jacobian(a)
+        if not tensor_close(got, want, f"Jacobian of a row batch {tuple(a.shape)}",
+                            f"形状为 {tuple(a.shape)} 的一批行的雅可比矩阵"):
+            if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+                    torch.allclose(got.detach(), torch.diag_embed(a * (1 - a)), atol=1e-6):
+                say("Hint: that is only the diagonal a_i(1 − a_i), as for a sigmoid. A softmax output depends on "
+                    "every score: off the diagonal ∂a_i/∂s_j = −a_i a_j.",
+                    "提示：你只写了对角线 a_i(1 − a_i)，就像 sigmoid 那样。softmax 的每个输出都依赖所有分数："
+                    "非对角线上 ∂a_i/∂s_j = −a_i a_j。")
             return False
-    return passed("Correct: every row is a probability distribution over the keys.",
-                  "正确：每一行都是键上的一个概率分布。")
+    saturated = float(_reference_jacobian(cases[1][0, 0]).abs().max())
+    uniform = float(_reference_jacobian(torch.full((6,), 1 / 6)).abs().max())
+    return passed(f"Correct. Largest entry of the Jacobian: uniform row {uniform:.3f}, one-hot row {saturated:.0f}: "
+                  "a saturated row passes no gradient back to its scores.",
+                  f"正确。雅可比矩阵的最大元素：均匀的行为 {uniform:.3f}，独热的行为 {saturated:.0f}："
+                  "饱和的行不会把梯度传回它的分数。")
 
 
 @never_raises
-def check_row_entropy(fn) -> bool:
-    """Exercise 2: ``fn(weights)`` must return −Σ w log w over the last dim, 0 (not NaN) for a one-hot row."""
-    g = torch.Generator().manual_seed(2)
-    w = torch.softmax(torch.randn(3, 4, 7, generator=g), dim=-1)
-    w[0, 0] = torch.nn.functional.one_hot(torch.tensor(2), 7).float()  # a saturated row: entropy exactly 0
-    ok, got = attempt(fn, w.clone())
-    if not ok:
-        return False
-    if isinstance(got, torch.Tensor) and got.shape == w.shape[:-1] and torch.isnan(got).any():
-        return fail("Your entropy is NaN for a one-hot row: 0·log 0 must count as 0 (use torch.special.xlogy, "
-                    "or clamp w before the log).",
-                    "对独热的行你得到了 NaN：0·log 0 应当算作 0"
-                    "（可以用 torch.special.xlogy，或者取对数前先 clamp）。")
-    if not tensor_close(got, row_entropy(w), "entropy", "熵"):
-        return False
-    return passed("Correct: a uniform row over T keys has entropy log T, a one-hot row 0.",
-                  "正确：T 个键上的均匀分布熵为 log T，独热分布熵为 0。")
+def check_unit_scale(fn) -> bool:
+    """Exercise 2: ``fn(d_k, var_q, var_k)`` must return c with Var(c · q·k) = 1, i.e. 1/√(d_k var_q var_k)."""
+    cases = ((64, 1.0, 1.0), (64, 4.0, 1.0), (16, 0.25, 9.0), (512, 2.0, 0.5))
+    for d_k, var_q, var_k in cases:
+        ok, got = attempt(fn, d_k, var_q, var_k)
+        if not ok:
+            return False
+        want = 1.0 / math.sqrt(d_k * var_q * var_k)
+        if number_problem(got, want) is None:
+            continue
+        if var_q * var_k != 1.0 and number_problem(got, 1.0 / math.sqrt(d_k)) is None:
+            return fail(f"For d_k={d_k}, var_q={var_q}, var_k={var_k} you returned 1/√d_k: that factor assumes "
+                        "unit-variance entries. Redo the derivation: what is Var(q_i k_i) now?",
+                        f"d_k={d_k}、var_q={var_q}、var_k={var_k} 时你返回的是 1/√d_k：这个因子假定各分量方差为 1。"
+                        "重新推导一遍：现在 Var(q_i k_i) 是多少？")
+        if number_problem(got, 1.0 / (math.sqrt(d_k) * var_q * var_k)) is None:
+            say("Hint: divide by the standard deviation of q·k, not by a variance: √(var_q var_k) appears.",
+                "提示：要除以 q·k 的标准差，而不是方差：出现的是 √(var_q var_k)。")
+        return report(number_problem(got, want), f"d_k={d_k}, var_q={var_q}, var_k={var_k}",
+                      f"d_k={d_k}、var_q={var_q}、var_k={var_k} 时")
+    g = torch.Generator().manual_seed(5)
+    d_k, var_q, var_k = 256, 4.0, 0.25 * 9
+    q = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_q)
+    k = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_k)
+    measured = float(((q * k).sum(-1) * float(fn(d_k, var_q, var_k))).var())
+    return passed(f"Correct. Measured with your factor (d_k={d_k}, var_q={var_q}, var_k={var_k}): "
+                  f"Var = {measured:.3f}.",
+                  f"正确。用你的因子实测（d_k={d_k}，var_q={var_q}，var_k={var_k}）：方差为 {measured:.3f}。")
+
+
+_LIBRARY_ATTENTION = ((course_utils.attention, "attention_with_weights"), (course_utils, "attention_with_weights"),
+                      (torch.nn.functional, "scaled_dot_product_attention"))
 
 
 @never_raises
@@ -265,18 +297,32 @@ def check_masked_attention(fn) -> bool:
     mask = torch.ones(2, 5, 6, dtype=torch.bool)
     mask[0, :, 4:] = False                  # the last two keys of the first sequence are padding
     mask[1] = torch.tril(torch.ones(5, 6, dtype=torch.bool), diagonal=1)
-    ok, got = attempt(fn, q, k, v, mask)
+    want_out, want_w = attention_with_weights(q, k, v, mask)
+    with watching(fn, _LIBRARY_ATTENTION) as calls:
+        ok, got = attempt(fn, q, k, v, mask)
     if not ok:
         return False
+    if calls:
+        return fail(f"You called {calls[0]}: the exercise asks you to add the mask to your own attention "
+                    "(one line before the softmax), not to hand it to a library function.",
+                    f"你调用了 {calls[0]}：本题要求你在自己写的注意力里加上掩码（softmax 之前多一行），"
+                    "而不是把掩码交给库函数。")
     if not (isinstance(got, tuple) and len(got) == 2):
         return fail("Return a pair (out, weights).", "请返回一个二元组 (out, weights)。")
-    want_out, want_w = attention_with_weights(q, k, v, mask)
     if not tensor_close(got[1], want_w, "weights", "注意力权重"):
-        if isinstance(got[1], torch.Tensor) and got[1].shape == want_w.shape and \
-                (got[1].detach()[~mask] > 1e-6).any():
-            say("Hint: masked keys (mask False) must get weight 0: fill their scores with -inf before the "
-                "softmax.",
-                "提示：被遮住的键（mask 为 False）权重必须是 0：在 softmax 之前把它们的分数填成 -inf。")
+        if isinstance(got[1], torch.Tensor) and got[1].shape == want_w.shape:
+            w = got[1].detach()
+            if float(w[mask].sum()) < float(w[~mask].sum()):       # most weight where attending is forbidden
+                say("Hint: your weights sit mostly where the mask is False. In this course True means "
+                    "\"may attend\" (as in F.scaled_dot_product_attention); PyTorch's key_padding_mask uses "
+                    "the opposite convention. Fill the scores where ~mask.",
+                    "提示：你的权重大多落在掩码为 False 的地方。本课程中 True 表示“允许关注”"
+                    "（与 F.scaled_dot_product_attention 相同），PyTorch 的 key_padding_mask 正好相反。"
+                    "应在 ~mask 的位置填充分数。")
+            elif (w[~mask] > 1e-6).any():
+                say("Hint: masked keys (mask False) must get weight 0: fill their scores with -inf before the "
+                    "softmax.",
+                    "提示：被遮住的键（mask 为 False）权重必须是 0：在 softmax 之前把它们的分数填成 -inf。")
         return False
     if not tensor_close(got[0], want_out, "out", "输出"):
         return False

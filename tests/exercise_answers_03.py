@@ -1,0 +1,46 @@
+"""Answers to the exercises of lesson 03, for tests/test_exercises.py: each exercise with a correct answer, a
+plausible mistake and the shortcut it forbids (see exercise_answers_08_14.py for the table's format)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from exercise_answers_08_14 import Answer
+
+import course_utils
+
+
+def _jacobian(a):
+    return torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)
+
+
+def _jacobian_by_autograd(a):
+    rows = a.reshape(-1, a.shape[-1])
+    blocks = [torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), r.log()) for r in rows]
+    return torch.stack(blocks).reshape(*a.shape, a.shape[-1])
+
+
+def _masked(q, k, v, mask):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def _masked_inverted(q, k, v, mask):               # PyTorch's key_padding_mask convention: True = ignore
+    return _masked(q, k, v, ~mask | ~mask.any(-1, keepdim=True))
+
+
+L03 = [
+    Answer("check_softmax_jacobian", _jacobian,
+           wrong=lambda a: torch.diag_embed(a * (1 - a)),                    # the diagonal only, as for a sigmoid
+           shortcut=_jacobian_by_autograd, says="asked autograd"),
+    Answer("check_unit_scale", lambda d, vq, vk: 1 / math.sqrt(d * vq * vk),
+           wrong=lambda d, vq, vk: 1 / (math.sqrt(d) * vq * vk),             # variances instead of std
+           shortcut=lambda d, vq, vk: 1 / math.sqrt(d), says="assumes unit-variance"),
+    Answer("check_masked_attention", _masked, wrong=_masked_inverted,
+           shortcut=lambda q, k, v, mask: course_utils.attention_with_weights(q, k, v, mask),
+           says="attention_with_weights"),
+]
+
+ANSWERS = {"l03_attention": L03}
