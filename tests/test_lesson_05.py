@@ -102,23 +102,48 @@ def _not_implemented(*args):
     raise NotImplementedError
 
 
-def _solution_decoder_mask(ids, pad_id):
+def _solution_left_padded(ids, pad_id):
     t = ids.shape[1]
-    return (ids != pad_id)[:, None, None, :] & torch.tril(torch.ones(t, t, dtype=torch.bool))
+    causal = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    return ((ids != pad_id)[:, None, None, :] & causal) | torch.eye(t, dtype=torch.bool)
 
 
-def test_check_decoder_mask(capsys):
-    assert l05.check_decoder_mask(_solution_decoder_mask) is True
-    assert l05.check_decoder_mask(lambda ids, p: ~_solution_decoder_mask(ids, p)) is False
-    assert "inverted" in capsys.readouterr().out
-    assert l05.check_decoder_mask(lambda ids, p: _solution_decoder_mask(ids, p)[:, 0]) is False   # (B, T, T)
-    assert l05.check_decoder_mask(lambda ids, p: (ids != p)[:, None, None, :].expand(-1, 1, 7, 7)) is False
-    assert l05.check_decoder_mask(lambda ids, p: _solution_decoder_mask(ids, p).int()) is False
+def test_check_left_padded_mask(capsys):
+    assert l05.check_left_padded_mask(_solution_left_padded) is True
+    assert l05.check_left_padded_mask(l05.reference_left_padded_mask) is True
     capsys.readouterr()
-    assert l05.check_decoder_mask(_not_implemented) is False
+    assert l05.check_left_padded_mask(lambda ids, p: ~_solution_left_padded(ids, p)) is False
+    assert "inverted" in capsys.readouterr().out
+    assert l05.check_left_padded_mask(lambda ids, p: masks.causal_mask(ids.shape[1]).expand(
+        ids.shape[0], 1, -1, -1)) is False
+    assert "causal mask alone" in capsys.readouterr().out
+    assert l05.check_left_padded_mask(lambda ids, p: masks.combine_masks(
+        masks.padding_mask(ids, p), masks.causal_mask(ids.shape[1]))) is False
+    assert "sees no key" in capsys.readouterr().out
+    assert l05.check_left_padded_mask(lambda ids, p: _solution_left_padded(ids, p)[:, 0]) is False   # (B, T, T)
+    assert l05.check_left_padded_mask(lambda ids, p: _solution_left_padded(ids, p).int()) is False
+
+    def per_sequence(ids, p):                             # vectorised inside, but a loop over the batch
+        return torch.stack([_solution_left_padded(row[None], p)[0] for row in ids])
+
+    assert l05.check_left_padded_mask(per_sequence) is False
+    assert "Python loops" in capsys.readouterr().out
+    assert l05.check_left_padded_mask(_not_implemented) is False
     assert "Not attempted" in capsys.readouterr().out
-    assert l05.check_decoder_mask(lambda ids, p: 1 / 0) is False
+    assert l05.check_left_padded_mask(lambda ids, p: 1 / 0) is False
     assert "ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_left_padding_breaks_the_causal_only_shortcut():
+    """The lesson's claim: right padding is hidden by the causal mask for every real query, left padding is not."""
+    right = torch.tensor([[4, 5, 6, 0, 0]])
+    left = torch.tensor([[0, 0, 4, 5, 6]])
+    causal = masks.causal_mask(5)
+    both_right = masks.combine_masks(masks.padding_mask(right, 0), causal)[0, 0]
+    both_left = masks.combine_masks(masks.padding_mask(left, 0), causal)[0, 0]
+    assert torch.equal(both_right[:3], causal[:3])              # real queries: padding changes nothing
+    assert not torch.equal(both_left[2:], causal[2:])           # real queries would read the pads
+    assert (~both_left[:2].any(-1)).all()                       # two fully masked rows
 
 
 def test_check_masked_softmax(capsys):
@@ -141,6 +166,13 @@ def test_check_masked_softmax(capsys):
     assert l05.check_masked_softmax(leaky) is False
     assert l05.check_masked_softmax(unmasked) is False
     assert l05.check_masked_softmax(nan_to_num) is True      # values right and gradients finite
+
+    def minus_1e9(scores, keep):
+        return torch.softmax(scores.masked_fill(~keep, -1e9), -1).masked_fill(~keep.any(-1, keepdim=True), 0)
+
+    capsys.readouterr()
+    assert l05.check_masked_softmax(minus_1e9) is False      # right in float32, raises in float16
+    assert "float16" in capsys.readouterr().out
     assert l05.check_masked_softmax(lambda s, k: s.shape) is False
     capsys.readouterr()
     assert l05.check_masked_softmax(_not_implemented) is False
@@ -157,6 +189,17 @@ def test_check_sliding_window_mask():
     assert l05.check_sliding_window_mask(off_by_one) is False
     assert l05.check_sliding_window_mask(lambda t, w: masks.causal_mask(t)) is False
     assert l05.check_sliding_window_mask(_not_implemented) is False
+
+    def rows_in_a_loop(t, window):
+        keep = torch.zeros(t, t, dtype=torch.bool)
+        for i in range(t):
+            keep[i, max(0, i - window + 1): i + 1] = True
+        return keep
+
+    assert l05.check_sliding_window_mask(rows_in_a_loop) is False
+    assert l05.check_sliding_window_mask(
+        lambda t, w: torch.tril(torch.ones(t, t, dtype=torch.bool)) & ~torch.tril(torch.ones(t, t, dtype=torch.bool),
+                                                                                 diagonal=-w)) is True
     window = l05.reference_sliding_window_mask(6, 3)
     assert window.sum(-1).tolist() == [1, 2, 3, 3, 3, 3]
     assert torch.equal(l05.reference_sliding_window_mask(5, 10), masks.causal_mask(5))
@@ -165,7 +208,7 @@ def test_check_sliding_window_mask():
 def test_checks_speak_chinese(capsys):
     i18n.set_language("zh")
     try:
-        assert l05.check_decoder_mask(_not_implemented) is False
+        assert l05.check_left_padded_mask(_not_implemented) is False
         assert "还没有作答" in capsys.readouterr().out
     finally:
         i18n.set_language(None)

@@ -18,7 +18,7 @@ from course_utils import masks
 from course_utils.attention import attention_with_weights
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_mask, is_tensor, never_raises, passed
+from ..exercises import attempt, fail, is_mask, is_tensor, never_raises, passed, watching
 from ..widgets import LessonWidget, dropdown
 
 PRESETS = ("none", "causal", "padding", "causal_padding", "custom")
@@ -179,37 +179,91 @@ def _preset_label(name: str, n_pad: int, lang: str) -> str:
 
 # ------------------------------------------------------------------------------------------- exercises
 
-def _check_ids() -> torch.Tensor:
+# Element-by-element Python: indexing a tensor cell by cell, iterating over it, or building it from Python lists.
+_PYTHON_LEVEL = [(torch.Tensor, "__getitem__"), (torch.Tensor, "__setitem__"), (torch.Tensor, "__iter__"),
+                 (torch.Tensor, "tolist"), (torch.Tensor, "item"), (torch, "tensor")]
+
+
+def _python_loops(fn, *args, budget: int):
+    """Call ``fn(*args)`` and count its Python-level tensor accesses: ``(ok, result, loops)``.
+
+    A broadcast solution indexes a handful of times (``ids[:, None, None, :]``); a loop over the batch or the
+    positions indexes at least once per row or cell, so more than ``budget`` accesses means loops.
+    """
+    with watching(fn, _PYTHON_LEVEL) as calls:
+        ok, got = attempt(fn, *args)
+    loops = len(calls) > budget or bool({"__iter__", "tolist", "tensor"} & set(calls))
+    return ok, got, loops
+
+
+def _loops_message(what_en: str, what_zh: str) -> bool:
+    return fail(f"Your function builds the {what_en} with Python loops (cell by cell, or from Python lists). "
+                "That is slow on long sequences and hides the structure: compare an index column (T, 1) with "
+                "an index row (1, T), or a (B, 1, 1, T) mask with a (T, T) one, and let broadcasting fill the "
+                "grid.",
+                f"你的函数用 Python 循环（逐格赋值，或从 Python 列表构造）来生成{what_zh}。这在长序列上很慢，"
+                "也看不出结构：请用一列下标 (T, 1) 和一行下标 (1, T) 比较，或者把 (B, 1, 1, T) 的掩码与 (T, T) "
+                "的掩码组合，让广播去填满整个网格。")
+
+
+def _left_padded_ids() -> torch.Tensor:
     g = torch.Generator().manual_seed(5)
-    ids = torch.randint(1, 50, (3, 7), generator=g)
-    ids[0, 5:] = 0
-    ids[1, 2:] = 0         # lengths 5, 2, 7 (pad_id 0)
+    ids = torch.randint(1, 50, (6, 7), generator=g)
+    for row, n_pad in enumerate((2, 0, 5, 6, 1, 3)):     # left padding: the pads come first
+        ids[row, :n_pad] = 0
     return ids
 
 
+def reference_left_padded_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """``(B, 1, T, T)``: real query i sees the real keys j <= i; a pad query sees only itself (no empty row)."""
+    t = ids.shape[1]
+    visible = (ids != pad_id)[:, None, None, :] & torch.tril(torch.ones(t, t, dtype=torch.bool))
+    return visible | torch.eye(t, dtype=torch.bool)
+
+
 @never_raises
-def check_decoder_mask(fn) -> bool:
-    """Exercise 1: ``fn(ids, pad_id)`` -> ``(B, 1, T, T)`` bool, padding AND causal."""
-    ids = _check_ids()
-    ok, got = attempt(fn, ids, 0)
+def check_left_padded_mask(fn) -> bool:
+    """Exercise 1: ``fn(ids, pad_id)`` -> ``(B, 1, T, T)`` bool for a LEFT-padded batch, without empty rows."""
+    ids = _left_padded_ids()
+    b, t = ids.shape
+    ok, got, loops = _python_loops(fn, ids, 0, budget=b)
     if not ok or not is_mask(got):
         return False
-    b, t = ids.shape
-    want = masks.combine_masks(masks.padding_mask(ids, 0), masks.causal_mask(t))
+    want = reference_left_padded_mask(ids, 0)
     if tuple(got.shape) != (b, 1, t, t):
         return fail(f"Expected shape (B, 1, T, T) = {(b, 1, t, t)}, got {tuple(got.shape)}: keep a size-1 head "
                     "dimension so that it broadcasts over the heads.",
                     f"形状应为 (B, 1, T, T) = {(b, 1, t, t)}，实际是 {tuple(got.shape)}："
                     "保留大小为 1 的注意力头维度，这样才能对所有注意力头广播。")
+    if loops:
+        return _loops_message("mask", "掩码")
+    causal = masks.causal_mask(t)
+    if torch.equal(got, causal.expand(b, 1, t, t)):
+        return fail("That is the causal mask alone. With LEFT padding the pads sit in the past of every real "
+                    "token, so the causal mask lets real queries read them: the padding mask is needed here.",
+                    "这只是因果掩码。左填充时，填充位置在每个真实词元的“过去”，因果掩码挡不住它们，"
+                    "真实查询会读到填充：这里必须加上填充掩码。")
     if torch.equal(got, ~want):
         return fail("Your mask is inverted: in this course True means 'may attend' "
                     "(nn.MultiheadAttention uses the opposite).",
                     "掩码正好反了：本课程中 True 表示“可以关注”（nn.MultiheadAttention 的约定相反）。")
+    empty = (~got.any(-1)).nonzero()
+    if len(empty):
+        i, q = int(empty[0, 0]), int(empty[0, 2])
+        return fail(f"Sequence {i}, query {q} sees no key at all: a naive softmax gives NaN there (section 7). "
+                    "Let every pad query see itself.",
+                    f"第 {i} 个序列的查询 {q} 一个键都看不到：朴素的 softmax 在这里会得到 NaN（第 7 节）。"
+                    "让每个填充查询至少看到它自己。")
     if not torch.equal(got, want):
         i, q, j = [int(x) for x in (got != want).nonzero()[0][[0, 2, 3]]]
-        return fail(f"Wrong cell: sequence {i}, query {q}, key {j} should be {bool(want[i, 0, q, j])}.",
-                    f"有格子不对：第 {i} 个序列、查询 {q}、键 {j} 应为 {bool(want[i, 0, q, j])}。")
-    return passed("Correct: padding keys and future keys are both hidden.", "正确：填充的键和未来的键都被遮住了。")
+        return fail(f"Wrong cell: sequence {i}, query {q}, key {j} should be {bool(want[i, 0, q, j])} "
+                    f"(query {q} is {'a pad' if ids[i, q] == 0 else 'a real token'}, "
+                    f"key {j} is {'a pad' if ids[i, j] == 0 else 'a real token'}).",
+                    f"有格子不对：第 {i} 个序列、查询 {q}、键 {j} 应为 {bool(want[i, 0, q, j])}"
+                    f"（查询 {q} 是{'填充' if ids[i, q] == 0 else '真实词元'}，"
+                    f"键 {j} 是{'填充' if ids[i, j] == 0 else '真实词元'}）。")
+    return passed("Correct: real tokens see only real tokens up to themselves, and no row is empty.",
+                  "正确：真实词元只看到自己及之前的真实词元，而且没有一行是空的。")
 
 
 def reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -219,15 +273,21 @@ def reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.
     return weights.masked_fill(~has_key, 0.0)
 
 
-@never_raises
-def check_masked_softmax(fn) -> bool:
-    """Exercise 2: ``fn(scores, keep)`` is the masked softmax, with zero rows (no NaN) where all is hidden."""
+def _softmax_case(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(7)
-    scores = (torch.randn(2, 3, 4, 5, generator=g) * 3).requires_grad_(True)
+    scores = torch.randn(2, 3, 4, 5, generator=g) * 3
     keep = torch.rand(2, 3, 4, 5, generator=g) > 0.4
     keep[0, 0, 1] = False                      # a fully masked row
     keep[1, 2, 3] = False                      # and another
     keep[1, 0, 0] = True                       # a row that keeps everything
+    return scores.to(dtype).requires_grad_(True), keep
+
+
+@never_raises
+def check_masked_softmax(fn) -> bool:
+    """Exercise 2: ``fn(scores, keep)`` is the masked softmax, with zero rows (no NaN) where all is hidden;
+    in float32 and in float16."""
+    scores, keep = _softmax_case(torch.float32)
     ok, got = attempt(fn, scores, keep)
     if not ok or not is_tensor(got, scores.shape, "weights", "注意力权重"):
         return False
@@ -237,7 +297,7 @@ def check_masked_softmax(fn) -> bool:
                     "出现了 NaN：所有键都被遮住的行相当于只对 −inf 做 softmax，即 0/0。"
                     "请让这样的行权重全为 0。")
     want = reference_masked_softmax(scores.detach(), keep)
-    if not torch.allclose(got.detach(), want, atol=1e-6):
+    if not torch.allclose(got.detach().float(), want, atol=1e-6):
         if got.detach()[~keep].abs().max() > 1e-6:
             return fail("Masked keys still get some weight: fill them with −inf before the softmax.",
                         "被遮住的键仍然分到了权重：在 softmax 之前用 −inf 填充它们。")
@@ -249,8 +309,21 @@ def check_masked_softmax(fn) -> bool:
             return fail("The values are right but the gradient has NaNs: mask the result with torch.where / "
                         "masked_fill rather than dividing by zero.",
                         "数值正确，但梯度里有 NaN：请用 torch.where / masked_fill 处理结果，而不要除以零。")
-    return passed("Correct: masked keys get 0, empty rows are all zeros, no NaN.",
-                  "正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN。")
+    half, keep = _softmax_case(torch.float16)
+    try:                                       # not attempt(): a crash here has one likely cause, said below
+        got16 = fn(half, keep)
+        bad = not isinstance(got16, torch.Tensor) or not torch.isfinite(got16).all()
+    except RuntimeError:
+        bad = True
+    if bad or not torch.allclose(got16.detach().float(), reference_masked_softmax(half.detach().float(), keep),
+                                 atol=2e-3):
+        return fail("Right in float32, wrong in float16: a fill such as −1e9 does not exist in float16 (its "
+                    "largest magnitude is 65504, section 6), so masked_fill raises or the value becomes −inf. "
+                    "Fill with −inf and zero the empty rows afterwards.",
+                    "float32 下正确，float16 下出错：−1e9 这样的填充值在 float16 里根本不存在（最大只能表示 65504，"
+                    "见第 6 节），masked_fill 会报错，或者它变成 −inf。请用 −inf 填充，再把空行清零。")
+    return passed("Correct: masked keys get 0, empty rows are all zeros, no NaN (float32 and float16).",
+                  "正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN（float32 和 float16 都对）。")
 
 
 def reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
@@ -262,9 +335,10 @@ def reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
 
 @never_raises
 def check_sliding_window_mask(fn) -> bool:
-    """Exercise 3: ``fn(T, window)`` -> ``(T, T)`` causal mask limited to the last ``window`` positions."""
+    """Exercise 3: ``fn(T, window)`` -> ``(T, T)`` causal mask limited to the last ``window`` positions,
+    built with broadcasting (no Python loops)."""
     for t, window in ((6, 3), (5, 1), (4, 10), (7, 2)):
-        ok, got = attempt(fn, t, window)
+        ok, got, loops = _python_loops(fn, t, window, budget=3)
         if not ok or not is_mask(got, (t, t)):
             return False
         want = reference_sliding_window_mask(t, window)
@@ -274,10 +348,12 @@ def check_sliding_window_mask(fn) -> bool:
                         f"{want.sum(-1).tolist()}, yours sees {counts}.",
                         f"T={t}、window={window}：第 i 个查询应看到 min(i + 1, window) 个键 "
                         f"{want.sum(-1).tolist()}，你的掩码是 {counts}。")
+        if loops:
+            return _loops_message("mask", "掩码")
     return passed("Correct: every query sees itself and the window − 1 tokens before it.",
                   "正确：每个查询只看到自己和它之前的 window − 1 个词元。")
 
 
 __all__ = ["PRESETS", "preset_mask", "demo_qkv", "masked_weights", "MaskGridWidget", "build_mask_widget",
-           "check_decoder_mask", "reference_masked_softmax", "check_masked_softmax",
-           "reference_sliding_window_mask", "check_sliding_window_mask"]
+           "reference_left_padded_mask", "check_left_padded_mask", "reference_masked_softmax",
+           "check_masked_softmax", "reference_sliding_window_mask", "check_sliding_window_mask"]

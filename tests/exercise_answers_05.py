@@ -1,0 +1,67 @@
+"""Answers to the exercises of lesson 05 (masking), for tests/test_exercises.py: every exercise with a correct
+answer, a plausible mistake and the shortcut the exercise forbids (see exercise_answers_08_14.py for ``Answer``)."""
+
+from __future__ import annotations
+
+import torch
+from exercise_answers_08_14 import Answer
+
+
+def _left_padded(ids, pad_id):
+    t = ids.shape[1]
+    visible = (ids != pad_id)[:, None, None, :] & torch.tril(torch.ones(t, t, dtype=torch.bool))
+    return visible | torch.eye(t, dtype=torch.bool)
+
+
+def _padding_and_causal(ids, pad_id):              # right for right padding; leaves empty rows on the left
+    t = ids.shape[1]
+    return (ids != pad_id)[:, None, None, :] & torch.tril(torch.ones(t, t, dtype=torch.bool))
+
+
+def _left_padded_with_loops(ids, pad_id):
+    b, t = ids.shape
+    keep = torch.zeros(b, 1, t, t, dtype=torch.bool)
+    for row in range(b):
+        for i in range(t):
+            for j in range(t):
+                keep[row, 0, i, j] = bool(i == j or (j <= i and ids[row, j] != pad_id))
+    return keep
+
+
+def _masked_softmax(scores, keep):
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return weights.masked_fill(~keep.any(dim=-1, keepdim=True), 0.0)
+
+
+def _nan_rows(scores, keep):
+    return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+def _minus_1e9(scores, keep):                      # the "large negative number" of section 6
+    weights = torch.softmax(scores.masked_fill(~keep, -1e9), dim=-1)
+    return weights.masked_fill(~keep.any(dim=-1, keepdim=True), 0.0)
+
+
+def _sliding(t, window):
+    i, j = torch.arange(t)[:, None], torch.arange(t)[None, :]
+    return (j <= i) & (j > i - window)
+
+
+def _sliding_off_by_one(t, window):
+    i, j = torch.arange(t)[:, None], torch.arange(t)[None, :]
+    return (j <= i) & (j >= i - window)
+
+
+def _sliding_from_lists(t, window):
+    return torch.tensor([[i - window < j <= i for j in range(t)] for i in range(t)])
+
+
+L05 = [
+    Answer("check_left_padded_mask", _left_padded, wrong=_padding_and_causal, shortcut=_left_padded_with_loops,
+           says="Python loops"),
+    Answer("check_masked_softmax", _masked_softmax, wrong=_nan_rows, shortcut=_minus_1e9, says="float16"),
+    Answer("check_sliding_window_mask", _sliding, wrong=_sliding_off_by_one, shortcut=_sliding_from_lists,
+           says="Python loops"),
+]
+
+ANSWERS = {"l05_masking": L05}
