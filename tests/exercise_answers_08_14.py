@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import torch
-
 
 @dataclass(frozen=True)
 class Answer:
@@ -23,40 +21,4 @@ class Answer:
     args: tuple = field(default=())  # extra arguments of the check after the student's function
 
 
-# --- lesson 14 -------------------------------------------------------------------------------------------------
-
-def _cross_flops(b, t_q, t_k, d):
-    return 4 * b * t_q * d**2 + 4 * b * t_k * d**2 + 4 * b * t_q * t_k * d
-
-
-def _self_flops(b, t_q, t_k, d):
-    return 8 * b * t_q * d**2 + 4 * b * t_q**2 * d
-
-
-def _merge(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
-
-
-def _merge_without_rescaling(m1, l1, m2, l2):
-    return torch.maximum(m1, m2), l1 + l2
-
-
-def _merge_through_exp_of_maxima(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, (l1 * torch.exp(m1) + l2 * torch.exp(m2)) / torch.exp(m)
-
-
-L14 = [
-    Answer("check_cross_attention_flops", _cross_flops,
-           wrong=lambda b, t_q, t_k, d: 8 * b * t_q * d**2 + 4 * b * t_q * t_k * d,      # all projections at T_q
-           shortcut=_self_flops, says="self-attention's count"),
-    Answer("check_gqa_cache_bytes", lambda L, B, T, h, kv, dh, n: 2 * L * B * T * kv * dh * n,
-           wrong=lambda L, B, T, h, kv, dh, n: L * B * T * kv * dh * n,                   # keys only
-           shortcut=lambda L, B, T, h, kv, dh, n: 2 * L * B * T * h * dh * n,             # the multi-head cache
-           says="multi-head cache"),
-    Answer("check_merge_softmax_stats", _merge, wrong=_merge_without_rescaling,
-           shortcut=_merge_through_exp_of_maxima, says="never take exp of a maximum"),
-]
-
-ANSWERS: dict[str, list[Answer]] = {"l14_fast": L14}
+ANSWERS: dict[str, list[Answer]] = {}   # every lesson's table now lives in its own file

@@ -16,7 +16,6 @@ import torch.nn.functional as F
 
 from course_lab import i18n
 from course_lab.lessons import l13_pretrained as l13
-from course_utils.pooling import masked_mean
 from course_utils.pretrained import BertConfig, SentenceEncoder, key_mapping, load_bert_weights
 from course_utils.wordpiece import WordPieceTokenizer
 
@@ -157,43 +156,11 @@ def test_similarity_widget_callbacks(tiny):
 
 
 # --- exercise checks ------------------------------------------------------------------------------------------
-
-def good_mean_pool(hidden, mask):
-    return masked_mean(hidden, mask)
-
-
-def pads_too(hidden, mask):
-    return hidden.mean(1)
-
-
-def good_cosine(a, b):
-    return F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
-
-
-def raw_dot(a, b):
-    return a @ b.T
-
-
-def transposed_cosine(a, b):
-    return good_cosine(b, a)
-
+# (tests/exercise_answers_13.py holds, for every exercise, a correct answer, a mistake and the forbidden shortcut;
+# tests/test_exercises.py runs them. Here: the other hints, and a right-padded batch where [CLS] is position 0.)
 
 def good_wordpiece(word, vocab):
     return references.wordpiece(word, vocab)
-
-
-def shortest_first(word, vocab):
-    pieces, start = [], 0
-    while start < len(word):
-        for end in range(start + 1, len(word) + 1):
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            if piece in vocab:
-                break
-        else:
-            return ["[UNK]"]
-        pieces.append(piece)
-        start = end
-    return pieces
 
 
 def partial_unk(word, vocab):
@@ -201,35 +168,88 @@ def partial_unk(word, vocab):
     return ["p", "[UNK]"] if word == "plx" else out
 
 
-def not_started(*args):
-    raise NotImplementedError
+def no_hashes(word, vocab):
+    return [p.removeprefix("##") for p in good_wordpiece(word, vocab)]
 
 
-def crashes(*args):
-    raise RuntimeError("boom")
+def last_real_token(hidden, keep):
+    return hidden[torch.arange(len(hidden)), keep.shape[1] - 1 - keep.flip(1).int().argmax(1)]
 
 
-@pytest.mark.parametrize("check, good, bad, hint", [
-    (l13.check_mean_pool, good_mean_pool, pads_too, "padding included"),
-    (l13.check_cosine_matrix, good_cosine, raw_dot, "plain dot products"),
-    (l13.check_cosine_matrix, good_cosine, transposed_cosine, "rows must be"),
-    (l13.check_wordpiece, good_wordpiece, shortest_first, "LONGEST"),
-    (l13.check_wordpiece, good_wordpiece, partial_unk, "whole word"),
+def cls_pool(hidden, keep):
+    return hidden[torch.arange(len(hidden)), keep.int().argmax(1)]
+
+
+def symmetric_loss_naive_exp(a, b, scale):
+    """The formula with exp/log instead of logsumexp: right for these scales (unit vectors, scale ≤ 20)."""
+    logits = scale * a @ b.T
+    rows = (logits.exp().sum(1).log() - logits.diagonal()).mean()
+    cols = (logits.exp().sum(0).log() - logits.diagonal()).mean()
+    return (rows + cols) / 2
+
+
+@pytest.mark.parametrize("check, bad, hint", [
+    (l13.check_wordpiece, partial_unk, "whole word"),
+    (l13.check_wordpiece, no_hashes, "'##' prefix"),
+    (l13.check_cls_pool, last_real_token, "LAST real token"),
+    (l13.check_symmetric_loss, lambda a, b, scale: references_one_way(b, a, scale), "b → a direction"),
 ])
-def test_checks_accept_solution_and_reject_mistake(check, good, bad, hint, capsys):
-    assert check(good) is True
-    assert "✓" in capsys.readouterr().out
+def test_checks_give_the_hint_of_each_mistake(check, bad, hint, capsys):
     assert check(bad) is False
     out = capsys.readouterr().out
-    assert "✓" not in out and hint in out
+    assert "✓" not in out and hint in out, out
 
 
-@pytest.mark.parametrize("check", [l13.check_mean_pool, l13.check_cosine_matrix, l13.check_wordpiece])
+def references_one_way(a, b, scale):
+    logits = scale * a @ b.T
+    return (torch.logsumexp(logits, 1) - logits.diagonal()).mean()
+
+
+def test_symmetric_loss_check_accepts_any_correct_formula(capsys):
+    assert l13.check_symmetric_loss(symmetric_loss_naive_exp) is True
+    assert "CLIP" in capsys.readouterr().out
+
+
+def test_cls_pool_is_position_zero_for_the_course_tokenizer(tiny):
+    model, tok = tiny
+    ids, keep = tok.encode_batch_with_mask(["a man is playing guitar.", "the film"])   # right padding
+    with torch.no_grad():
+        hidden = model.bert(ids, keep)
+    assert torch.equal(cls_pool(hidden, keep), hidden[:, 0])
+    model.pooling = "cls"
+    try:
+        torch.testing.assert_close(F.normalize(cls_pool(hidden, keep), dim=-1), model.pool(hidden, keep))
+    finally:
+        model.pooling = "mean"
+    assert l13.check_cls_pool(cls_pool) is True
+
+
+def test_mean_pool_shortcut_through_the_encoder_is_refused(tiny, capsys):
+    model, _ = tiny
+    assert l13.check_mean_pool(lambda hidden, keep: model.pool(hidden, keep)) is False
+    assert "doing the pooling for you" in capsys.readouterr().out
+    assert model.pool.__func__ is type(model).pool                  # watching() restored the class attribute
+
+
+def test_fine_tuning_figures_in_the_text_are_the_measured_ones():
+    import json
+    from pathlib import Path
+
+    run = json.loads((l13.RESULTS_DIR / "minilm_sst2.json").read_text())
+    text = (Path(__file__).resolve().parents[1] / "notebooks/source/13_pretrained_minilm.md").read_text()
+    steps = run["settings"]["steps"]
+    for figure in (f"{run['train_seconds']} s", f"{run['train_seconds'] / steps:.2f} s per step",
+                   f"{run['dev_curve']['199']:.1%}", f"**{run['dev_after']:.1%}**", f"{steps} steps of "
+                   f"{run['settings']['batch_size']}"):
+        assert figure in text, figure
+    assert f"{steps * run['settings']['batch_size']:,}" in text                       # phrases seen
+
+
+@pytest.mark.parametrize("check", [l13.check_mean_pool, l13.check_cls_pool, l13.check_symmetric_loss,
+                                   l13.check_wordpiece])
 def test_checks_never_raise(check, capsys):
-    assert check(not_started) is False
+    assert check(lambda *args: (_ for _ in ()).throw(NotImplementedError())) is False
     assert "Not attempted yet" in capsys.readouterr().out
-    assert check(crashes) is False
-    assert "RuntimeError" in capsys.readouterr().out
     i18n.set_language("zh")
-    assert check(not_started) is False
-    assert "还没有作答" in capsys.readouterr().out
+    assert check(lambda *args: (_ for _ in ()).throw(RuntimeError("boom"))) is False
+    assert "RuntimeError" in capsys.readouterr().out

@@ -23,11 +23,13 @@ from course_utils.pooling import masked_mean
 from course_utils.wordpiece import UNK
 
 from ... import i18n, viz
-from .checks import check_cosine_matrix as check_cosine_matrix
+from .checks import check_cls_pool as check_cls_pool
 from .checks import check_mean_pool as check_mean_pool
+from .checks import check_symmetric_loss as check_symmetric_loss
 from .checks import check_wordpiece as check_wordpiece
 
 FIXTURE_DIR = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "minilm"
+RESULTS_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "cpu"   # measured on a 2-core CPU
 
 # Pairs that mean the same in other words, one that only shares words, and a Chinese sentence that means the
 # same as the fourth: the model is English-only, which the heatmap shows.
@@ -177,7 +179,7 @@ def plot_similarity(sim, labels, lang=None, title=None):
 # ------------------------------------------------------------------------------------------------------------
 
 def load_sst2_subsets(n_train: int, seed: int = 0, download: bool = True):
-    """``(train_rows, dev_rows, descriptions)``: ``n_train`` random SST-2 training sentences and the whole dev set
+    """``(train_rows, dev_rows, descriptions)``: ``n_train`` random SST-2 training phrases and the whole dev set
     (872) as ``(sentence, label)`` pairs, via ``course_utils.data.load_sst2`` (which falls back to a tiny bundled
     sample, with a warning, when the data is missing), and the loaders' one-line descriptions."""
     from course_utils.data import load_sst2
@@ -229,8 +231,8 @@ def plot_probe_curves(sizes, curves: dict, majority: float, lang=None):
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(sizes), labels=[str(n) for n in sizes])
     ax.minorticks_off()
-    ax.set_xlabel(i18n.pick({"en": "labelled training sentences", "zh": "带标签的训练句子数"}, code))
-    ax.set_ylabel(i18n.pick({"en": "accuracy on SST-2 dev (872)", "zh": "SST-2 验证集准确率（872 句）"}, code))
+    ax.set_xlabel(i18n.pick({"en": "labelled training phrases", "zh": "带标签的训练短语数"}, code))
+    ax.set_ylabel(i18n.pick({"en": "accuracy on SST-2 dev (872)", "zh": "SST-2 开发集准确率（872 句）"}, code))
     ax.set_title(i18n.pick({"en": "Linear probe: pretrained features need few labels",
                             "zh": "线性探测：预训练特征只需要少量标签"}, code))
     ax.set_ylim(0.4, 1.0)

@@ -1,8 +1,9 @@
 """Lesson 13 · real pretrained weights: the exercise checks.
 
 Each check prints a verdict in the notebook's language and returns True / False; none raises, so the notebook
-always runs to the end. The lesson module re-exports them (the notebook calls ``l13.check_...(...)``); this module
-imports nothing from the lesson module, so there is no import cycle.
+always runs to the end. Each also rejects the shortcut its exercise forbids (calling the library function the
+student is asked to write) with a message that says why. The lesson module re-exports them (the notebook calls
+``l13.check_...(...)``); this module imports nothing from the lesson module, so there is no import cycle.
 """
 
 from __future__ import annotations
@@ -10,58 +11,139 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_utils.pooling import masked_mean
+import course_utils.pooling
+from course_utils.pretrained import SentenceEncoder
+from course_utils.wordpiece import WordPieceTokenizer
 
-from ...exercises import attempt, fail, never_raises, passed, say, tensor_close
+from ...exercises import attempt, fail, never_raises, number_problem, passed, report, say, tensor_close, watching
+
+# Library functions that already pool: calling them is the shortcut of exercises 1 and 2.
+_POOLING = [(course_utils.pooling, "masked_mean"), (SentenceEncoder, "pool"), (SentenceEncoder, "encode")]
 
 
-def _hidden_and_mask(seed: int = 0):
+def _hidden_and_keep(seed: int = 0):
+    """A batch of three rows: no padding, right padding, left padding (some tokenizers pad on the left)."""
     g = torch.Generator().manual_seed(seed)
     hidden = torch.randn(3, 6, 5, generator=g)
-    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0]])
-    return hidden, mask
+    keep = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [0, 0, 0, 0, 1, 1]], dtype=torch.bool)
+    hidden[~keep] = 50.0                                       # padding vectors that would dominate any average
+    return hidden, keep
+
+
+def _pooling_shortcut(calls, what_en: str, what_zh: str) -> bool:
+    return fail(f"You called {calls[0]} from course_utils: that is the library doing the pooling for you. "
+                f"{what_en}",
+                f"你调用了 course_utils 里的 {calls[0]}：这是让库替你做池化。{what_zh}")
 
 
 @never_raises
 def check_mean_pool(fn) -> bool:
-    """Exercise 1: ``fn(hidden (B, T, C), mask (B, T) of 1/0) -> (B, C)``, the mean over the real tokens."""
-    hidden, mask = _hidden_and_mask()
-    ok, got = attempt(fn, hidden.clone(), mask.clone())
+    """Exercise 1: ``fn(hidden (B, T, C), keep (B, T) bool) -> (B, C)``, the mean over the real tokens.
+
+    Forbidden: ``masked_mean`` (or the encoder's own pooling), the function the exercise asks to write.
+    """
+    hidden, keep = _hidden_and_keep()
+    with watching(fn, _POOLING) as calls:
+        ok, got = attempt(fn, hidden.clone(), keep.clone())
     if not ok:
         return False
-    want = masked_mean(hidden, mask)
+    if calls:
+        return _pooling_shortcut(calls, "Write it with the mask: multiply, sum over T, divide by the number of "
+                                 "real tokens.", "请用掩码自己写：相乘、沿 T 求和、再除以真实词元的个数。")
+    want = course_utils.pooling.masked_mean(hidden, keep)
+    if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+            torch.allclose(got.detach().float(), hidden.mean(1), atol=1e-5):
+        return fail("You averaged over all T positions, padding included (the padding vectors here are 50.0). "
+                    "Multiply by the mask and divide by the number of real tokens (keep.sum(1)), not by T.",
+                    "你对全部 T 个位置取了平均，把填充也算进去了（这里填充向量全是 50.0）。先乘以掩码，"
+                    "再除以真实词元的个数（keep.sum(1)），而不是 T。")
     if not tensor_close(got, want, "mean pooling", "平均池化"):
-        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-                torch.allclose(got.detach().float(), hidden.mean(1), atol=1e-5):
-            say("Hint: you averaged over all T positions, padding included. Multiply by the mask and divide by "
-                 "the number of real tokens (mask.sum(1)), not by T.",
-                 "提示：你对全部 T 个位置取了平均，把填充也算进去了。先乘以掩码，再除以真实词元的个数"
-                 "（mask.sum(1)），而不是 T。")
         return False
-    return passed("Correct: padding does not change a sentence's vector.", "正确：填充不会改变句子的向量。")
+    return passed("Correct: padding does not change a sentence's vector, on either side.",
+                  "正确：不论填充在哪一边，都不会改变句子的向量。")
 
 
 @never_raises
-def check_cosine_matrix(fn) -> bool:
-    """Exercise 2: ``fn(a (N, C), b (M, C)) -> (N, M)`` with entry (i, j) = cos(a_i, b_j)."""
-    g = torch.Generator().manual_seed(1)
-    a, b = torch.randn(4, 7, generator=g) * 3, torch.randn(5, 7, generator=g)
-    ok, got = attempt(fn, a.clone(), b.clone())
+def check_cls_pool(fn) -> bool:
+    """Exercise 2: ``fn(hidden (B, T, C), keep (B, T) bool) -> (B, C)``, the vector of each row's first real token
+    ([CLS]), also when the row is padded on the left.
+
+    Forbidden: mean pooling (``masked_mean``, the encoder's ``pool``/``encode``): it is what the experiment compares
+    [CLS] with.
+    """
+    hidden, keep = _hidden_and_keep(1)
+    with watching(fn, _POOLING) as calls:
+        ok, got = attempt(fn, hidden.clone(), keep.clone())
     if not ok:
         return False
-    want = F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
-    if not tensor_close(got, want, "cosine matrix", "余弦相似度矩阵"):
-        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-                torch.allclose(got.detach().float(), a @ b.T, atol=1e-4):
-            say("Hint: these are plain dot products. Divide each row by its length first (F.normalize), so that "
-                 "only the direction counts.",
-                 "提示：这只是点积。先把每一行除以它的长度（F.normalize），这样只有方向起作用。")
-        elif isinstance(got, torch.Tensor) and got.shape == (5, 4):
-            say("Hint: rows must be the sentences of a, columns those of b.",
-                 "提示：行对应 a 中的句子，列对应 b 中的句子。")
+    if calls:
+        return _pooling_shortcut(calls, "The experiment compares the [CLS] vector with that mean: take the vector "
+                                 "at each row's first real token.",
+                                 "这个实验要拿 [CLS] 向量和平均值作比较：请取每行第一个真实词元处的向量。")
+    want = hidden[torch.arange(3), keep.int().argmax(1)]                          # (B, C)
+    if isinstance(got, torch.Tensor) and got.shape == want.shape:
+        if torch.allclose(got.detach().float(), hidden[:, 0]):
+            return fail("hidden[:, 0] is right only for right padding: in the third row (padded on the left) "
+                        "position 0 is padding. Find each row's first True in keep.",
+                        "hidden[:, 0] 只在右侧填充时才对：第三行是左侧填充，位置 0 是填充。"
+                        "请在 keep 里找到每行的第一个 True。")
+        last = hidden[torch.arange(3), 5 - keep.flip(1).int().argmax(1)]
+        if torch.allclose(got.detach().float(), last):
+            return fail("That is each row's LAST real token ([SEP]); [CLS] is the first one.",
+                        "这是每行**最后一个**真实词元（[SEP]）；[CLS] 是第一个。")
+    if not tensor_close(got, want, "[CLS] pooling", "[CLS] 池化"):
         return False
-    return passed("Correct: every entry lies in [-1, 1], and cos(x, x) = 1.",
-                  "正确：每个元素都在 [-1, 1] 之间，且 cos(x, x) = 1。")
+    return passed("Correct: the first real token of every row, wherever the padding is. Now run the experiment.",
+                  "正确：不论填充在哪一边，取到的都是每行第一个真实词元。现在运行下面的实验。")
+
+
+def _symmetric_loss(a: torch.Tensor, b: torch.Tensor, scale: float) -> torch.Tensor:
+    logits = scale * a @ b.T                                                       # (n, n)
+    diag = logits.diagonal()
+    a_to_b = (torch.logsumexp(logits, dim=1) - diag).mean()
+    b_to_a = (torch.logsumexp(logits, dim=0) - diag).mean()
+    return (a_to_b + b_to_a) / 2
+
+
+@never_raises
+def check_symmetric_loss(fn) -> bool:
+    """Exercise 3: ``fn(a (n, C), b (n, C), scale) -> scalar``, the in-batch contrastive loss taken both ways
+    (a_i picks b_i among the b's, and b_i picks a_i among the a's), averaged; written from its formula with
+    ``torch.logsumexp``.
+
+    Forbidden: ``F.cross_entropy`` / ``nn.CrossEntropyLoss``, which the exercise asks to write out.
+    """
+    g = torch.Generator().manual_seed(13)
+    a = F.normalize(torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
+    b = F.normalize(a + 0.8 * torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
+    b[0] = b[1]                                        # a duplicate: the two directions now differ clearly
+    targets = [(torch.nn.functional, "cross_entropy"), (torch.nn.CrossEntropyLoss, "forward"),
+               (torch.nn.functional, "nll_loss")]
+    for scale in (20.0, 5.0):
+        with watching(fn, targets) as calls:
+            ok, got = attempt(fn, a.clone(), b.clone(), scale)
+        if not ok:
+            return False
+        if calls:
+            return fail(f"You called {calls[0]}: that is the function this exercise asks you to write. Use the "
+                        "formula: logsumexp of each row (or column) of the logits minus its diagonal entry, "
+                        "averaged.",
+                        f"你调用了 {calls[0]}：这正是本练习要你自己写的函数。请按公式来：logits 每一行（或每一列）"
+                        "的 logsumexp 减去对角线上的那一项，再取平均。")
+        want = _symmetric_loss(a, b, scale)
+        logits = scale * a @ b.T
+        one_way = {"a → b": (torch.logsumexp(logits, 1) - logits.diagonal()).mean(),
+                   "b → a": (torch.logsumexp(logits, 0) - logits.diagonal()).mean()}
+        for name, value in one_way.items():
+            if number_problem(got, float(value)) is None:
+                return fail(f"That is only the {name} direction. The symmetric loss also asks each b_i to pick "
+                            "its a_i among all the a's (the columns of the logits), and averages the two.",
+                            f"这只是 {name} 一个方向。对称的损失还要求每个 b_i 在所有 a 中挑出自己的 a_i"
+                            "（即 logits 的各列），再把两个方向取平均。")
+        if not report(number_problem(got, float(want)), f"loss (scale={scale})", f"损失（scale={scale}）"):
+            return False
+    return passed("Correct: this is CLIP's symmetric contrastive loss, with in-batch negatives both ways.",
+                  "正确：这就是 CLIP 的对称对比损失，两个方向都用了批内负例。")
 
 
 _TOY_VOCAB = {"[UNK]", "un", "una", "##ff", "##ffa", "##able", "##ble", "##a", "play", "##ing", "##s", "p",
@@ -73,23 +155,33 @@ _TOY_WORDS = {"unaffable": ["una", "##ffa", "##ble"], "playing": ["play", "##ing
 
 @never_raises
 def check_wordpiece(fn) -> bool:
-    """Exercise 3: ``fn(word, vocab) -> list of pieces``, greedy longest match first, ``##`` for continuations,
-    ``["[UNK]"]`` for the whole word when some rest matches nothing."""
+    """Exercise 4: ``fn(word, vocab) -> list of pieces``, greedy longest match first, ``##`` for continuations,
+    ``["[UNK]"]`` for the whole word when some rest matches nothing.
+
+    Forbidden: the course's tokenizer (``WordPieceTokenizer.wordpiece`` / ``tokenize``), which implements it.
+    """
+    targets = [(WordPieceTokenizer, "wordpiece"), (WordPieceTokenizer, "tokenize")]
     for word, want in _TOY_WORDS.items():
-        ok, got = attempt(fn, word, set(_TOY_VOCAB))
+        with watching(fn, targets) as calls:
+            ok, got = attempt(fn, word, set(_TOY_VOCAB))
         if not ok:
             return False
+        if calls:
+            return fail(f"You called the tokenizer's {calls[0]}: it implements exactly what you are asked to write, "
+                        "with its own vocabulary. Write the greedy search over `vocab` yourself.",
+                        f"你调用了分词器的 {calls[0]}：它实现的正是要你写的东西，用的还是它自己的词表。"
+                        "请针对 `vocab` 自己写出贪心搜索。")
         if not isinstance(got, (list, tuple)) or list(got) != want:
             fail(f"{word!r}: expected {want}, got {got!r}.", f"{word!r}：应该得到 {want}，实际是 {got!r}。")
             if isinstance(got, (list, tuple)) and word == "unaffable" and list(got)[:1] == ["un"]:
                 say("Hint: take the LONGEST piece in the vocabulary first (try the whole rest, then shorten it).",
-                     "提示：每次先取词表里**最长**的片段（先试剩下的整段，再一个字符一个字符地缩短）。")
+                    "提示：每次先取词表里**最长**的片段（先试剩下的整段，再一个字符一个字符地缩短）。")
             elif isinstance(got, (list, tuple)) and "[UNK]" in got and len(got) > 1:
                 say("Hint: when a rest matches nothing, the whole word becomes a single [UNK].",
-                     "提示：只要有一段匹配不上，整个词就变成一个 [UNK]。")
+                    "提示：只要有一段匹配不上，整个词就变成一个 [UNK]。")
             elif isinstance(got, (list, tuple)) and len(got) > 1 and not str(got[1]).startswith("##"):
                 say("Hint: pieces after the first are looked up with the '##' prefix.",
-                     "提示：除第一个片段外，其余片段查词表时都要加上前缀 '##'。")
+                    "提示：除第一个片段外，其余片段查词表时都要加上前缀 '##'。")
             return False
     return passed("Correct: this is exactly BERT's WordPiece (plus the 100-character limit).",
                   "正确：这正是 BERT 的 WordPiece（它另外还限制每个词最多 100 个字符）。")
