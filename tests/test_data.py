@@ -8,7 +8,6 @@ that folder exists (skipped otherwise).
 import functools
 import hashlib
 import http.server
-import io
 import pickle
 import re
 import threading
@@ -19,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from archive_builders import make_tar
 
 from course_utils import data
 from course_utils.data import __main__ as cli
@@ -284,21 +284,7 @@ def test_derived_download_drops_header_bom_and_crlf(monkeypatch, tmp_path):
 
 
 # ------------------------------------------------------------------------------------- archive safety
-def _tar(path: Path, *members) -> Path:
-    import tarfile
 
-    with tarfile.open(path, "w:gz") as tar:
-        for name, kind, extra in members:
-            info = tarfile.TarInfo(name)
-            if kind == "file":
-                info.size = len(extra)
-                tar.addfile(info, io.BytesIO(extra))
-                continue
-            info.type = {"dir": tarfile.DIRTYPE, "sym": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE,
-                         "chr": tarfile.CHRTYPE, "fifo": tarfile.FIFOTYPE}[kind]
-            info.linkname = extra or ""
-            tar.addfile(info)
-    return path
 
 
 BAD_TARS = {
@@ -318,7 +304,7 @@ BAD_TARS = {
 @pytest.mark.parametrize("member", sorted(BAD_TARS))
 def test_hostile_tar_is_refused_before_writing_anything(monkeypatch, tmp_path, member, use_filter):
     monkeypatch.setattr(data.archives, "_HAS_DATA_FILTER", use_filter and data.archives._HAS_DATA_FILTER)
-    archive = _tar(tmp_path / "bad.tar.gz", *BAD_TARS[member])
+    archive = make_tar(tmp_path / "bad.tar.gz", *BAD_TARS[member])
     with pytest.raises(ValueError, match="refusing to extract tar member") as info:
         data.safe_extract(archive, tmp_path / "out")
     assert repr(member) in str(info.value)
@@ -326,7 +312,7 @@ def test_hostile_tar_is_refused_before_writing_anything(monkeypatch, tmp_path, m
 
 
 def test_good_tar_extracts_including_links_inside(tmp_path):
-    archive = _tar(tmp_path / "good.tgz", ("top", "dir", None), ("top/a.txt", "file", b"A"),
+    archive = make_tar(tmp_path / "good.tgz", ("top", "dir", None), ("top/a.txt", "file", b"A"),
                    ("top/link", "sym", "a.txt"), ("top/hard", "hard", "top/a.txt"))
     out = data.safe_extract(archive, tmp_path / "out")
     assert (out / "top" / "a.txt").read_bytes() == b"A"
@@ -365,7 +351,7 @@ def test_imdb_full_tarball_downloaded_extracted_once_and_read(monkeypatch, tmp_p
     reviews = [("aclImdb/train/pos/10_9.txt", b"Great!<br /><br />Loved it."), ("aclImdb/train/pos/2_8.txt",
                b"Fine film."), ("aclImdb/train/neg/1_1.txt", b"Awful.<br/>Just awful."),
                ("aclImdb/test/pos/0_10.txt", b"Superb."), ("aclImdb/test/neg/0_2.txt", b"Dull.")]
-    archive = _tar(tmp_path / "aclImdb_v1.tar.gz", *[(n, "file", c) for n, c in reviews])
+    archive = make_tar(tmp_path / "aclImdb_v1.tar.gz", *[(n, "file", c) for n, c in reviews])
     res = data.get_resource("imdb")
     toy(monkeypatch, archive.read_bytes(), name="imdb", path=res.path, urls=(archive.as_uri(),),
         extract_to=res.extract_to)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from archive_builders import make_tar
 from torch import nn
 
 from course_utils import checkpoint as ckpt_module
@@ -341,18 +342,7 @@ def test_sigkill_during_saves_leaves_nothing_after_the_next_save(tmp_path):
 
 
 # --------------------------------------------------------- Medium 14: chained links, partial extraction
-def _tar(path: Path, *members) -> Path:
-    with tarfile.open(path, "w") as tar:
-        for name, kind, extra in members:
-            info = tarfile.TarInfo(name)
-            if kind == "file":
-                info.size = len(extra)
-                tar.addfile(info, io.BytesIO(extra))
-                continue
-            info.type = {"dir": tarfile.DIRTYPE, "sym": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE}[kind]
-            info.linkname = extra
-            tar.addfile(info)
-    return path
+
 
 
 CHAINS = {
@@ -371,7 +361,7 @@ def test_chained_links_are_refused_and_nothing_is_written(monkeypatch, tmp_path,
     """Medium 14: without the tar data filter, chained symlinks / hard links escaped the destination."""
     monkeypatch.setattr(data.archives, "_HAS_DATA_FILTER", use_filter and data.archives._HAS_DATA_FILTER)
     (tmp_path / "outside.txt").write_text("the student's file")
-    archive = _tar(tmp_path / "bad.tar", ("first.txt", "file", b"1"), *CHAINS[case])
+    archive = make_tar(tmp_path / "bad.tar", ("first.txt", "file", b"1"), *CHAINS[case])
     with pytest.raises(ValueError, match="refusing to extract"):
         data.safe_extract(archive, tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
@@ -381,7 +371,7 @@ def test_chained_links_are_refused_and_nothing_is_written(monkeypatch, tmp_path,
 @pytest.mark.skipif(not data.archives._HAS_DATA_FILTER, reason="no tarfile data filter on this Python")
 def test_an_archive_the_data_filter_refuses_half_way_leaves_no_partial_files(monkeypatch, tmp_path):
     """Medium 14: with the filter on, a refused archive left the members before the refused one."""
-    archive = _tar(tmp_path / "a.tar", ("one.txt", "file", b"1"), ("two.txt", "file", b"2"),
+    archive = make_tar(tmp_path / "a.tar", ("one.txt", "file", b"1"), ("two.txt", "file", b"2"),
                    ("three.txt", "file", b"3"))
 
     def refuse_the_third(member, dest_path):
@@ -492,7 +482,7 @@ def test_sidecar_is_not_trusted_when_content_changes_with_the_same_size_and_mtim
 
 def test_extract_resource_keeps_the_students_own_files(monkeypatch, tmp_path):
     """Low: re-extraction deleted the whole aclImdb/ folder, the student's own files in it included."""
-    archive = _tar(tmp_path / "a.tar", ("aclImdb/train/pos/1_9.txt", "file", b"Good."),
+    archive = make_tar(tmp_path / "a.tar", ("aclImdb/train/pos/1_9.txt", "file", b"Good."),
                    ("aclImdb/train/neg/2_1.txt", "file", b"Bad."))
     _toy(monkeypatch, archive.read_bytes(), name="toyarc", path="arc/a.tar", urls=(archive.as_uri(),),
          extract_to="arc")
@@ -636,7 +626,7 @@ def test_fit_in_a_notebook_kernel_returns_the_history(monkeypatch):
 
 def test_a_damaged_review_file_after_extraction_names_the_file_and_the_fix(monkeypatch, tmp_path):
     """Low (a file that cannot be read): a non-UTF-8 review in aclImdb/ gave a raw UnicodeDecodeError."""
-    archive = _tar(tmp_path / "aclImdb_v1.tar", ("aclImdb/train/pos/1_9.txt", "file", b"Good."),
+    archive = make_tar(tmp_path / "aclImdb_v1.tar", ("aclImdb/train/pos/1_9.txt", "file", b"Good."),
                    ("aclImdb/train/neg/2_1.txt", "file", b"Bad."))
     res = data.get_resource("imdb")
     _toy(monkeypatch, archive.read_bytes(), name="imdb", path=res.path, urls=(archive.as_uri(),),

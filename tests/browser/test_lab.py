@@ -136,6 +136,23 @@ def open_notebook(new_page, lab, viewport=(1400, 1000)):
     return page, network, errors
 
 
+def press_right_on_slider(page, before: dict) -> dict:
+    """Focus the widget's first slider handle and press the right arrow, as a student can; wait for the new
+    figure and return the widget's state after it (the readout and the figure must both have changed)."""
+    handle = page.locator("[data-test-widget] .widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.keyboard.press("ArrowRight")  # one step: one new render
+    page.wait_for_function(
+        "(old) => { const img = document.querySelector('[data-test-widget] img');"
+        "           return img && img.complete && img.src !== old; }",
+        arg=before["src"], timeout=30_000, polling=200)
+    after = page.evaluate(WIDGET)
+    assert after["readout"] != before["readout"], (before["readout"], after["readout"])
+    assert after["src"] != before["src"]
+    return after
+
+
 def test_slider_changes_the_figure(lab, new_page):
     started = time.perf_counter()
     page, network, errors = open_notebook(new_page, lab)
@@ -151,17 +168,7 @@ def test_slider_changes_the_figure(lab, new_page):
     assert before["src"].startswith("data:image/png") or before["src"].startswith("blob:"), before["src"][:40]
 
     # Move the slider with the keyboard, as a student can: focus its handle and press the right arrow.
-    handle = page.locator("[data-test-widget] .widget-slider .noUi-handle").first
-    handle.scroll_into_view_if_needed()
-    handle.focus()
-    page.keyboard.press("ArrowRight")  # one step: one new render
-    page.wait_for_function(
-        "(old) => { const img = document.querySelector('[data-test-widget] img');"
-        "           return img && img.complete && img.src !== old; }",
-        arg=before["src"], timeout=30_000, polling=200)
-    after = page.evaluate(WIDGET)
-    assert after["readout"] != before["readout"], (before["readout"], after["readout"])
-    assert after["src"] != before["src"]
+    after = press_right_on_slider(page, before)
     page.locator("[data-test-widget]").screenshot(
         path=str(REPO / "build" / "slides" / "screenshots" / "lab_widget_after_slider.png"))
     assert errors == [], f"JavaScript errors: {errors}"
@@ -211,15 +218,7 @@ def test_slideshow_widget_is_live(lab, new_page):
 
     before = page.evaluate(WIDGET)
     assert before is not None, "the widget's slider is on screen but no figure is next to it"
-    handle = page.locator("[data-test-widget] .widget-slider .noUi-handle").first
-    handle.focus()
-    page.keyboard.press("ArrowRight")
-    page.wait_for_function(
-        "(old) => { const img = document.querySelector('[data-test-widget] img');"
-        "           return img && img.complete && img.src !== old; }",
-        arg=before["src"], timeout=30_000, polling=200)
-    after = page.evaluate(WIDGET)
-    assert after["readout"] != before["readout"], (before["readout"], after["readout"])
+    after = press_right_on_slider(page, before)
     assert page.evaluate(ON_SCREEN)["handles"], "the widget left the screen when its slider moved"
     page.screenshot(path=str(REPO / "build" / "slides" / "screenshots" / "lab_deck_widget_after.png"))
     assert errors == [], f"JavaScript errors: {errors}"
