@@ -21,12 +21,10 @@ def one_hot_lookup(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
     return F.one_hot(ids, E.shape[0]).to(E.dtype) @ E
 
 
-def input_vectors(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-    """Exercise 2: x = E[ids]·√d_model + PE[:T] for ids ``(B, T)``."""
-    from course_utils.positional import sinusoidal_encoding
-
-    d_model = E.shape[1]
-    return E[ids] * math.sqrt(d_model) + sinusoidal_encoding(ids.shape[-1], d_model)
+def embedding_grad(ids: torch.Tensor, grad_out: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Exercise 2: X = one_hot(ids)·E, so ∂L/∂E = one_hot(ids)ᵀ·∂L/∂X: (|V|, C), repeated tokens summed."""
+    one_hot = F.one_hot(ids, vocab_size).to(grad_out.dtype)         # (B, T, |V|)
+    return one_hot.flatten(0, 1).T @ grad_out.flatten(0, 1)         # (|V|, C)
 
 
 def balanced_std(d_model: int) -> float:
@@ -37,9 +35,7 @@ def balanced_std(d_model: int) -> float:
 # --- lesson 02 ------------------------------------------------------------------------------------------------
 def wavelengths(d_model: int) -> torch.Tensor:
     """Exercise 1: λ_i = 2π / ω_i = 2π·10000^(2i/d), one per (sin, cos) pair."""
-    from course_lab.lessons.l02_positional import inv_freq_exp
-
-    return 2 * math.pi / inv_freq_exp(d_model, torch.float64)
+    return 2 * math.pi * 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
 def shift_back(pe_row: torch.Tensor, k: int) -> torch.Tensor:
@@ -49,11 +45,12 @@ def shift_back(pe_row: torch.Tensor, k: int) -> torch.Tensor:
     return shift_matrix(k, pe_row.shape[-1]).T @ pe_row.double()
 
 
-def pe_dot(k: int, d_model: int) -> float:
-    """Exercise 3: PE(p)·PE(p+k) = Σ_i cos(k·ω_i), whatever p is."""
-    from course_lab.lessons.l02_positional import inv_freq_exp
-
-    return float(torch.cos(k * inv_freq_exp(d_model, torch.float64)).sum())
+def rotate(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Exercise 3: M_k x on the last dimension, pair by pair (no d × d matrix): RoPE's rotation."""
+    omega = 10000 ** (-torch.arange(0, x.shape[-1], 2, dtype=x.dtype) / x.shape[-1])
+    c, s = torch.cos(k * omega), torch.sin(k * omega)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([c * even + s * odd, -s * even + c * odd], dim=-1).flatten(-2)
 
 
 # --- lesson 12 ------------------------------------------------------------------------------------------------

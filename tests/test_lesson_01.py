@@ -8,6 +8,7 @@ import re
 import pytest
 import references
 import torch
+import torch.nn.functional as F
 
 from course_lab.lessons import l01_tokens as l01
 
@@ -64,27 +65,77 @@ def test_norm_widget_in_chinese():
     assert re.search("[\u4e00-\u9fff]", w.controls["scheme"].options[0][0])
 
 
-def test_check_one_hot_lookup():
+def test_check_one_hot_lookup(capsys):
     assert l01.check_one_hot_lookup(references.one_hot_lookup)
+    assert l01.check_one_hot_lookup(lambda ids, E: torch.einsum("...v,vc->...c",
+                                                                 F.one_hot(ids, E.shape[0]).to(E.dtype), E))
+    assert l01.check_one_hot_lookup(lambda ids, E: (F.one_hot(ids, E.shape[0]).to(E.dtype)[..., None]
+                                                    * E[None]).sum(-2))          # E[None] adds an axis: allowed
+    capsys.readouterr()
     assert not l01.check_one_hot_lookup(lambda ids, E: E[ids] * 2)
-    assert not l01.check_one_hot_lookup(lambda ids, E: E[ids].tolist())
-    assert not l01.check_one_hot_lookup(lambda ids, E: torch.nn.functional.one_hot(ids) @ E)  # int @ float
+    assert not l01.check_one_hot_lookup(lambda ids, E: F.one_hot(ids) @ E)      # int @ float
     assert not l01.check_one_hot_lookup(_raises)
+    capsys.readouterr()
+    lookups = {"E[...]": lambda ids, E: E[ids],
+               "E[...] ": lambda ids, E: torch.stack([E.clone()[i] for i in ids.flatten().tolist()])
+               .reshape(*ids.shape, -1),
+               "index_select": lambda ids, E: E.index_select(0, ids.flatten()).reshape(*ids.shape, -1),
+               "F.embedding": lambda ids, E: F.embedding(ids, E),
+               "nn.Embedding": lambda ids, E: torch.nn.Embedding.from_pretrained(E)(ids),
+               "unbind": lambda ids, E: torch.stack([list(E)[i] for i in ids.flatten().tolist()])
+               .reshape(*ids.shape, -1)}
+    for name, shortcut in lookups.items():
+        assert not l01.check_one_hot_lookup(shortcut)
+        out = capsys.readouterr().out
+        assert "looks rows of E up" in out and name.strip() in out, out
 
 
-def test_check_input_vectors(capsys):
-    assert l01.check_input_vectors(references.input_vectors)
-    from course_utils import sinusoidal_encoding
-    assert not l01.check_input_vectors(lambda ids, E: E[ids] + sinusoidal_encoding(ids.shape[1], E.shape[1]))
-    assert "values differ" in capsys.readouterr().out
-    assert not l01.check_input_vectors(lambda ids, E: E[ids] * math.sqrt(E.shape[1]))  # forgot the positions
-    assert not l01.check_input_vectors(_raises)
+def _embedding_grad_by_autograd(ids, grad_out, vocab_size):
+    E = torch.zeros(vocab_size, grad_out.shape[-1], requires_grad=True)
+    return torch.autograd.grad((E[ids] * grad_out).sum(), E)[0]
 
 
-def test_check_balanced_std():
+def test_check_embedding_grad(capsys):
+    def index_add(ids, grad_out, vocab_size):
+        C = grad_out.shape[-1]
+        return torch.zeros(vocab_size, C).index_add_(0, ids.flatten(), grad_out.reshape(-1, C))
+
+    def overwrite(ids, grad_out, vocab_size):
+        grad = torch.zeros(vocab_size, grad_out.shape[-1])
+        grad[ids] = grad_out
+        return grad
+
+    def nn_embedding(ids, grad_out, vocab_size):
+        layer = torch.nn.Embedding(vocab_size, grad_out.shape[-1])
+        layer(ids).backward(grad_out)
+        return layer.weight.grad
+
+    assert l01.check_embedding_grad(index_add)
+    assert l01.check_embedding_grad(references.embedding_grad)
+    assert l01.check_embedding_grad(lambda ids, g, v: F.one_hot(ids, v).to(g.dtype).flatten(0, 1).T @ g.flatten(0, 1))
+    # the check's truth is autograd's gradient through nn.Embedding
+    for ids, grad_out, vocab_size in l01._gradient_cases():
+        torch.testing.assert_close(nn_embedding(ids, grad_out, vocab_size), index_add(ids, grad_out, vocab_size))
+    capsys.readouterr()
+    assert not l01.check_embedding_grad(overwrite)
+    assert "used several times" in capsys.readouterr().out
+    assert not l01.check_embedding_grad(lambda ids, g, v: F.one_hot(ids, v).float().transpose(1, 2) @ g)
+    assert "expected shape (9, 6)" in capsys.readouterr().out                    # forgot to sum over the batch
+    for shortcut in (nn_embedding, _embedding_grad_by_autograd):
+        assert not l01.check_embedding_grad(shortcut)
+        assert "asked autograd" in capsys.readouterr().out
+    assert not l01.check_embedding_grad(_raises)
+
+
+def test_check_balanced_std(capsys):
     assert l01.check_balanced_std(references.balanced_std)
+    ratio = re.search(r"‖√d·E_t‖ / ‖PE‖ = (\d+\.\d+)", capsys.readouterr().out)
+    assert ratio and abs(float(ratio.group(1)) - 1) < 0.02                       # the measured balance
     assert not l01.check_balanced_std(lambda d: d ** -0.5)          # the paper's std: ratio √2, not 1
     assert not l01.check_balanced_std(lambda d: "small")
     assert not l01.check_balanced_std(_raises)
+    capsys.readouterr()
+    assert not l01.check_balanced_std(lambda d: 0.0884)              # right for d_model = 64 only
+    assert "for every d_model" in capsys.readouterr().out
     data = l01.norm_comparison(64, references.balanced_std(64), vocab_size=4000)
     assert abs(data["ratio"] - 1) < 0.03                             # the answer really balances the norms

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 
 import numpy as np
 import torch
@@ -19,7 +18,19 @@ import torch
 from course_utils.positional import sinusoidal_encoding
 
 from .. import i18n, viz
-from ..exercises import never_raises, number_problem, run_check, tensor_problem
+from ..exercises import (
+    attempt,
+    fail,
+    never_raises,
+    number_problem,
+    passed,
+    report,
+    run_check,
+    say,
+    tensor_close,
+    tensor_problem,
+    watching,
+)
 
 # Initialisations the widget offers: the paper's d^-0.5, nn.Embedding's default N(0, 1), GPT-2/BERT's 0.02.
 INIT_SCHEMES = {
@@ -44,7 +55,8 @@ def norm_comparison(d_model: int, std: float, vocab_size: int = 1000, n_position
                     seed: int = 0) -> dict:
     """Norms of token rows ‖E_t‖ and scaled rows ‖√d·E_t‖ (one per token), and of PE rows (one per position).
 
-    Returns the three arrays, their means and ``ratio`` = mean ‖√d·E_t‖ / mean ‖PE(pos)‖ (≈ 1: balanced).
+    Returns the three arrays, their means and ``ratio`` = mean ‖√d·E_t‖ / mean ‖PE(pos)‖: ≈ √2 with the
+    paper's std d^-0.5 (‖√d·E_t‖ ≈ √d, ‖PE‖ = √(d/2)), exactly balanced (≈ 1) with std 1/√(2d) (exercise 3).
     """
     if not isinstance(d_model, int) or d_model < 2:
         raise ValueError(f"d_model must be an int >= 2, got {d_model!r}")
@@ -116,9 +128,6 @@ def build_norm_widget(lang: str | None = None):
 # --- exercises ----------------------------------------------------------------------------------------------
 
 
-_compare_tensors = partial(tensor_problem, atol=1e-5, rtol=1e-5)
-
-
 def _embedding_cases():
     g = torch.Generator().manual_seed(1)
     E = torch.randn(7, 4, generator=g)
@@ -126,30 +135,144 @@ def _embedding_cases():
             (torch.tensor([2]), torch.randn(3, 6, generator=g))]
 
 
+# What "looking rows up" can be written as: indexing, and the functions that index for you.
+_ROW_LOOKUPS = {
+    torch.Tensor.__getitem__: "E[...]", torch.Tensor.index_select: "index_select", torch.index_select: "index_select",
+    torch.nn.functional.embedding: "F.embedding / nn.Embedding", torch.embedding: "torch.embedding",
+    torch.Tensor.gather: "gather", torch.gather: "gather", torch.Tensor.take: "take", torch.take: "take",
+    torch.Tensor.take_along_dim: "take_along_dim", torch.take_along_dim: "take_along_dim",
+    torch.Tensor.select: "select", torch.select: "select", torch.Tensor.narrow: "narrow", torch.narrow: "narrow",
+    torch.Tensor.unbind: "unbind / iterating over E", torch.unbind: "unbind", torch.Tensor.split: "split",
+    torch.Tensor.chunk: "chunk", torch.Tensor.tolist: "tolist", torch.Tensor.numpy: "numpy",
+}
+_lookups_seen: list[str] = []
+
+
+def _picks_rows(func, args) -> bool:
+    """A lookup of rows: any of :data:`_ROW_LOOKUPS`, except indexing that only adds axes or slices (E[None])."""
+    if func is not torch.Tensor.__getitem__:
+        return func in _ROW_LOOKUPS
+    index = args[1] if isinstance(args[1], tuple) else (args[1],)
+    return any(not (i is None or i is Ellipsis or isinstance(i, slice)) for i in index)
+
+
+class _UnindexedMatrix(torch.Tensor):
+    """E as exercise 1 hands it to the student: an ordinary tensor that notes every row lookup done on it (or on
+    a copy of it: the results of its operations are of this class too)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if _picks_rows(func, args):
+            _lookups_seen.append(_ROW_LOOKUPS[func])
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _plain(x):
+    return x.as_subclass(torch.Tensor) if isinstance(x, _UnindexedMatrix) else x
+
+
 @never_raises
 def check_one_hot_lookup(fn: Callable, lang: str | None = None) -> bool:
-    """Exercise 1: ``one_hot_lookup(ids, E)`` equals ``E[ids]`` for 1-D and 2-D ids."""
-    return run_check(fn, [((ids, E), E[ids]) for ids, E in _embedding_cases()], _compare_tensors, lang)
+    """Exercise 1: ``one_hot_lookup(ids, E)`` equals ``E[ids]`` for 1-D and 2-D ids, without looking rows up.
+
+    E is handed over as :class:`_UnindexedMatrix`, which records indexing, ``index_select``, ``F.embedding``
+    (and ``nn.Embedding``), ``gather`` and the like: the exercise is the product with one-hot vectors.
+    """
+    for ids, E in _embedding_cases():
+        _lookups_seen.clear()
+        ok, got = attempt(fn, ids.clone(), E.clone().as_subclass(_UnindexedMatrix))
+        used = sorted(set(_lookups_seen))
+        _lookups_seen.clear()
+        if not ok:
+            return False
+        if used:
+            return fail(f"Your function looks rows of E up ({', '.join(used)}): that is the lookup this exercise "
+                        "rewrites. Build one-hot vectors with F.one_hot(ids, E.shape[0]) and multiply them by E: "
+                        "the product selects the same rows, which shows that an embedding is a linear layer.",
+                        f"你的函数直接按行取出了 E 的内容（{'、'.join(used)}）：这正是本题要改写的查表操作。请用 "
+                        "F.one_hot(ids, E.shape[0]) 构造独热向量，再乘以 E：乘积选出的是同样的行，这说明嵌入层就是"
+                        "一个线性层。", lang)
+        if not tensor_close(_plain(got), E[ids], f"for ids of shape {tuple(ids.shape)}",
+                            f"ids 形状为 {tuple(ids.shape)} 时", atol=1e-5, rtol=1e-5):
+            return False
+    return passed("Correct: one-hot rows times E select exactly the rows E[ids].",
+                  "正确：独热行向量乘以 E，恰好选出 E[ids] 这些行。", lang)
+
+
+_AUTOGRAD = [(torch.autograd, "backward"), (torch.autograd, "grad"), (torch.func, "grad"), (torch.func, "vjp")]
+
+
+def _gradient_cases():
+    g = torch.Generator().manual_seed(2)
+    ids = [torch.tensor([[4, 7, 4, 0, 0], [2, 4, 5, 3, 0]]),       # 4 three times, <pad> (0) three times
+           torch.tensor([[1, 2, 3]]), torch.tensor([[5, 5], [5, 5]])]
+    return [(x, torch.randn(*x.shape, 6, generator=g), 9) for x in ids]
 
 
 @never_raises
-def check_input_vectors(fn: Callable, lang: str | None = None) -> bool:
-    """Exercise 2: ``input_vectors(ids, E)`` = course_utils' TokenEmbedding + SinusoidalPositionalEncoding."""
-    from course_utils.positional import SinusoidalPositionalEncoding, TokenEmbedding
+def check_embedding_grad(fn: Callable, lang: str | None = None) -> bool:
+    """Exercise 2: ``embedding_grad(ids, grad_out, vocab_size)`` = ∂L/∂E = one_hot(ids)ᵀ · ∂L/∂X, without autograd.
 
-    cases = []
-    for ids, E in _embedding_cases()[1:]:
-        ids = ids.reshape(1, -1) if ids.dim() == 1 else ids
-        embed = TokenEmbedding(E.shape[0], E.shape[1])
-        with torch.no_grad():
-            embed.weight.copy_(E)
-            expected = SinusoidalPositionalEncoding(E.shape[1], max_len=16)(embed(ids))
-        cases.append(((ids, E), expected))
-    return run_check(fn, cases, _compare_tensors, lang)
+    X = one_hot(ids)·E, so every use of token t adds its ∂L/∂X row to row t of ∂L/∂E: tokens used several times
+    sum their gradients, absent tokens get zero rows. Calling autograd (``backward``, ``torch.autograd.grad``) is
+    the forbidden shortcut.
+    """
+    for ids, grad_out, vocab_size in _gradient_cases():
+        with watching(fn, _AUTOGRAD) as calls:
+            ok, got = attempt(fn, ids.clone(), grad_out.clone(), vocab_size)
+        if not ok:
+            return False
+        if calls:
+            return fail("Your function asked autograd for the gradient (.backward() or torch.autograd.grad): the "
+                        "exercise is to derive it. X = one_hot(ids) @ E, so dL/dE = one_hot(ids)ᵀ @ dL/dX.",
+                        "你的函数让 autograd 替你求了梯度（.backward() 或 torch.autograd.grad）：本题要你自己推导。"
+                        "X = one_hot(ids) @ E，所以 dL/dE = one_hot(ids)ᵀ @ dL/dX。", lang)
+        C = grad_out.shape[-1]
+        want = torch.zeros(vocab_size, C).index_add_(0, ids.flatten(), grad_out.reshape(-1, C))   # (|V|, C)
+        problem = tensor_problem(got, want, atol=1e-5, rtol=1e-5)
+        if problem is None:
+            continue
+        if isinstance(got, torch.Tensor) and got.shape == want.shape:
+            counts = torch.bincount(ids.flatten(), minlength=vocab_size)
+            right = ((got.detach().to(want.dtype) - want).abs() < 1e-4).all(-1)                 # (|V|,)
+            if right[counts <= 1].all() and not right[counts > 1].all():
+                return fail("The rows of tokens used once are right, those of tokens used several times are not: "
+                            "each use adds its gradient, so the row gets the sum (dE[ids] = g keeps only one of "
+                            "them; index_add_ or the one-hot product adds them).",
+                            "只出现一次的词元，对应的行是对的；出现多次的词元则不对：每出现一次都要把梯度加上去，所以"
+                            "这一行应该是它们的和（dE[ids] = g 只会留下其中一个；index_add_ 或独热乘积才会相加）。",
+                            lang)
+        shape = tuple(ids.shape)
+        return report(problem, f"Not yet, for ids of shape {shape}", f"还不对，ids 形状为 {shape} 时", lang)
+    return passed("Correct: every use of a token adds its gradient to the token's row; unused rows stay zero "
+                  "(and <pad> collects a gradient unless padding_idx stops it).",
+                  "正确：词元每出现一次，就把梯度加到它的那一行；没用到的行保持为零（除非设置 padding_idx，"
+                  "否则 <pad> 也会收到梯度）。", lang)
 
 
 @never_raises
 def check_balanced_std(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 3: the init std for which scaled token rows and PE rows have the same mean squared norm."""
-    cases = [((d,), 1.0 / math.sqrt(2 * d)) for d in (16, 64, 512)]   # std²·d² = ‖PE‖² = d/2
-    return run_check(fn, cases, number_problem, lang)
+    widths = (16, 64, 512)
+    answers = []
+    for d in widths:
+        ok, got = attempt(fn, d)
+        if not ok:
+            return False
+        answers.append(got)
+    try:
+        constant = len({float(a) for a in answers}) == 1
+    except (TypeError, ValueError, RuntimeError):
+        constant = False
+    if constant:
+        return fail(f"Your function returns {float(answers[0]):.4g} for every d_model: a number that suits one "
+                    "width. The balance depends on d_model (‖PE‖² = d_model/2), so σ must be a formula in d_model.",
+                    f"无论 d_model 是多少，你的函数都返回 {float(answers[0]):.4g}：这只适合某一个宽度。平衡条件与 "
+                    "d_model 有关（‖PE‖² = d_model/2），所以 σ 必须是 d_model 的公式。", lang)
+    cases = [((d,), 1.0 / math.sqrt(2 * d)) for d in widths]   # std²·d² = ‖PE‖² = d/2
+    if not run_check(fn, cases, number_problem, lang):
+        return False
+    ratio = norm_comparison(64, float(answers[1]), vocab_size=4000)["ratio"]
+    say(f"Measured with d_model = 64: ‖√d·E_t‖ / ‖PE‖ = {ratio:.3f}.",
+        f"在 d_model = 64 时实测：‖√d·E_t‖ / ‖PE‖ = {ratio:.3f}。", lang)
+    return True
