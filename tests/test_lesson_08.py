@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from course_lab import i18n
 from course_lab.lessons import l08_output_loss as l08
+from course_utils import losses
 
 matplotlib.use("Agg")
 
@@ -121,68 +122,108 @@ def _crash(*args):
     raise RuntimeError("boom")
 
 
-def test_check_log_softmax(capsys):
-    def stable(x):
-        m = x.max(dim=-1, keepdim=True).values
-        return x - m - torch.log(torch.exp(x - m).sum(dim=-1, keepdim=True))
+def _bce(z, y):
+    m = torch.clamp(z, min=0)
+    return m + torch.log(torch.exp(-m) + torch.exp(z - m)) - y * z
 
-    def naive(x):
-        return torch.log(torch.softmax(x, dim=-1))
 
-    assert l08.check_log_softmax(stable) is True
+def _log_softmax(x):
+    m = x.max(dim=-1, keepdim=True).values
+    return x - m - torch.log(torch.exp(x - m).sum(dim=-1, keepdim=True))
+
+
+def test_check_binary_cross_entropy(capsys):
+    def through_two_classes(z, y):                         # the lesson's log_softmax over the logits (0, z)
+        logp = _log_softmax(torch.stack([torch.zeros_like(z), z], -1))
+        return -(logp * torch.stack([1 - y, y], -1)).sum(-1)
+
+    def naive(z, y):
+        p = torch.sigmoid(z)
+        return -(y * torch.log(p) + (1 - y) * torch.log(1 - p))
+
+    assert l08.check_binary_cross_entropy(_bce) is True
+    assert l08.check_binary_cross_entropy(through_two_classes) is True
     assert "✓" in capsys.readouterr().out
-    assert l08.check_log_softmax(naive) is False
-    assert "subtract the row maximum" in capsys.readouterr().out
-    assert l08.check_log_softmax(lambda x: x - x.max(dim=-1, keepdim=True).values) is False
-    assert "Wrong values" in capsys.readouterr().out
-    assert l08.check_log_softmax(lambda x: x.sum()) is False
-    assert l08.check_log_softmax(_not_implemented) is False
+    assert l08.check_binary_cross_entropy(naive) is False
+    assert "inf or nan" in capsys.readouterr().out
+    for shortcut in (lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="none"),
+                     lambda z, y: -(y * F.logsigmoid(z) + (1 - y) * F.logsigmoid(-z)),
+                     lambda z, y: F.softplus(z) - y * z,
+                     lambda z, y: torch.logaddexp(torch.zeros_like(z), z) - y * z):
+        assert l08.check_binary_cross_entropy(shortcut) is False
+        assert "applies the trick for you" in capsys.readouterr().out
+    assert l08.check_binary_cross_entropy(lambda z, y: -_bce(z, y)) is False
+    assert "sign is flipped" in capsys.readouterr().out
+    assert l08.check_binary_cross_entropy(lambda z, y: _bce(z, 1 - y)) is False
+    assert "log(1 + e^z) − y·z" in capsys.readouterr().out
+    assert l08.check_binary_cross_entropy(lambda z, y: _bce(z, y).mean()) is False
+    assert "expected shape" in capsys.readouterr().out
+    assert l08.check_binary_cross_entropy(_not_implemented) is False
     assert "Not attempted" in capsys.readouterr().out
-    assert l08.check_log_softmax(_crash) is False
+    assert l08.check_binary_cross_entropy(_crash) is False
     assert "RuntimeError" in capsys.readouterr().out
 
 
-def test_check_cross_entropy(capsys):
-    def reference(logits, targets, ignore_index):
-        keep = targets != ignore_index
-        logp = F.log_softmax(logits[keep], dim=-1)
-        return -logp.gather(1, targets[keep][:, None]).mean()
+def test_check_soft_cross_entropy(capsys):
+    def good(logits, q):
+        return -(q * _log_softmax(logits)).sum(-1).mean()
 
-    def counts_padding(logits, targets, ignore_index):
-        return F.cross_entropy(logits, targets)
-
-    def wrong_count(logits, targets, ignore_index):
-        return F.cross_entropy(logits, targets, ignore_index=ignore_index, reduction="sum") / len(targets)
-
-    assert l08.check_cross_entropy(reference) is True
-    assert l08.check_cross_entropy(counts_padding) is False
-    assert "ignored positions were counted" in capsys.readouterr().out
-    assert l08.check_cross_entropy(wrong_count) is False
-    assert "wrong count" in capsys.readouterr().out
-    assert l08.check_cross_entropy(lambda logits, targets, i: torch.tensor(0.5)) is False
+    assert l08.check_soft_cross_entropy(good) is True
+    assert "label smoothing" in capsys.readouterr().out
+    assert l08.check_soft_cross_entropy(lambda z, q: -(q * torch.log(torch.softmax(z, -1))).sum(-1).mean()) is False
+    assert "0 · (−inf) = nan" in capsys.readouterr().out
+    assert l08.check_soft_cross_entropy(lambda z, q: -(q * _log_softmax(z)).sum()) is False
+    assert "summed over the rows" in capsys.readouterr().out
+    assert l08.check_soft_cross_entropy(lambda z, q: (q * _log_softmax(z)).sum(-1).mean()) is False
+    assert "sign is flipped" in capsys.readouterr().out
+    assert l08.check_soft_cross_entropy(lambda z, q: -(q * _log_softmax(z)).mean()) is False     # mean over V too
     assert "Expected" in capsys.readouterr().out
-    assert l08.check_cross_entropy(lambda logits, targets, i: torch.zeros(3)) is False
-    assert l08.check_cross_entropy(_not_implemented) is False
+    for shortcut in (lambda z, q: F.cross_entropy(z, q),
+                     lambda z, q: F.kl_div(F.log_softmax(z, -1), q, reduction="batchmean"),
+                     lambda z, q: losses.cross_entropy(z, q.argmax(-1))):
+        assert l08.check_soft_cross_entropy(shortcut) is False
+        assert "takes a target distribution" in capsys.readouterr().out
+    assert l08.check_soft_cross_entropy(lambda z, q: torch.zeros(2)) is False
+    assert l08.check_soft_cross_entropy(_not_implemented) is False
     assert "Not attempted" in capsys.readouterr().out
-    assert l08.check_cross_entropy(_crash) is False
 
 
-def test_check_teacher_forcing(capsys):
-    assert l08.check_teacher_forcing(lambda tgt: (tgt[:, :-1], tgt[:, 1:])) is True
-    assert l08.check_teacher_forcing(lambda tgt: (tgt[:, 1:], tgt[:, :-1])) is False
-    assert "Swapped" in capsys.readouterr().out
-    assert l08.check_teacher_forcing(lambda tgt: (tgt, tgt)) is False
-    assert l08.check_teacher_forcing(lambda tgt: (tgt[:, :-1], tgt[:, :-1])) is False
-    assert "right shift" in capsys.readouterr().out
-    assert l08.check_teacher_forcing(lambda tgt: tgt) is False
-    assert "pair" in capsys.readouterr().out
-    assert l08.check_teacher_forcing(_not_implemented) is False
-    assert l08.check_teacher_forcing(_crash) is False
+def _confidence(eps, n_classes, steps=300, lr=0.1):
+    logits = torch.zeros(1, n_classes, requires_grad=True)
+    optimizer = torch.optim.Adam([logits], lr=lr)
+    for _ in range(steps):
+        loss = F.cross_entropy(logits, torch.tensor([0]), label_smoothing=eps)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return torch.softmax(logits, -1)[0, 0].item()
+
+
+def test_check_smoothed_confidence(capsys):
+    assert l08.check_smoothed_confidence(_confidence) is True
+    out = capsys.readouterr().out
+    assert "0.908" in out and "1 − ε + ε/|V|" in out
+    assert l08.check_smoothed_confidence(lambda eps, n: _confidence(0.0, n)) is False
+    assert "label_smoothing=eps" in capsys.readouterr().out
+    assert l08.check_smoothed_confidence(lambda eps, n: _confidence(eps, n, steps=10)) is False
+    assert "train longer" in capsys.readouterr().out
+    assert l08.check_smoothed_confidence(lambda eps, n: 1 - eps + eps / n) is False
+    assert "without training anything" in capsys.readouterr().out
+    assert l08.check_smoothed_confidence(lambda eps, n: l08.smoothed_target(0, n, eps)[0]) is False
+    assert "without training anything" in capsys.readouterr().out
+
+
+def test_check_smoothed_confidence_restores_backward(capsys):
+    original = torch.Tensor.backward
+    l08.check_smoothed_confidence(_confidence)
+    assert torch.Tensor.backward is original
 
 
 def test_checks_speak_chinese(capsys):
     i18n.set_language("zh")
-    assert l08.check_teacher_forcing(_not_implemented) is False
+    assert l08.check_binary_cross_entropy(_not_implemented) is False
     assert "还没有作答" in capsys.readouterr().out
-    assert l08.check_teacher_forcing(lambda tgt: (tgt[:, :-1], tgt[:, 1:])) is True
+    assert l08.check_binary_cross_entropy(_bce) is True
     assert "正确" in capsys.readouterr().out
+    assert l08.check_soft_cross_entropy(lambda z, q: F.cross_entropy(z, q)) is False
+    assert "目标分布" in capsys.readouterr().out

@@ -24,7 +24,7 @@ def demo():
     return l09.demo_model()
 
 
-# --- task 1: the seed's synthetic labels --------------------------------------------------------------------
+# --- task 1: the common mistake's synthetic labels --------------------------------------------------------------------
 
 def test_longest_run():
     seqs = torch.tensor([[1, 2, 3, 4], [5, 5, 5, 1], [7, 8, 8, 8], [2, 2, 3, 3]])
@@ -33,7 +33,7 @@ def test_longest_run():
         l09.longest_run(torch.tensor([1, 2, 3]))
 
 
-def test_the_seed_rule_gives_only_ones():
+def test_the_synthetic_rule_gives_only_ones():
     g = torch.Generator().manual_seed(0)
     seqs = torch.randint(1, 1000, (500, 30), generator=g)
     share = sum(w * (seqs == v).float().mean(1) for v, w in ((1, 0.3), (2, 0.2), (3, 0.1)))
@@ -224,24 +224,25 @@ def max_pool_wrong_dim(h, keep):
     return h.masked_fill(~keep[..., None], float("-inf")).amax(2)[:, :4]
 
 
-def accuracy_good(logits, labels):
-    return (logits.argmax(-1) == labels).float().mean().item()
+def cls_good(ids, cls_id):
+    return torch.cat([torch.full((len(ids), 1), cls_id), ids], dim=1)
 
 
-def accuracy_tensor(logits, labels):
-    return (logits.argmax(-1) == labels).float().mean()
+def cls_at_the_end(ids, cls_id):
+    return torch.cat([ids, torch.full((len(ids), 1), cls_id)], dim=1)
 
 
-def accuracy_count(logits, labels):
-    return int((logits.argmax(-1) == labels).sum())
+def cls_overwrites(ids, cls_id):
+    ids[:, 0] = cls_id                                       # in place, no new column
+    return ids
 
 
-def accuracy_percent(logits, labels):
-    return 100 * (logits.argmax(-1) == labels).float().mean().item()
+def cls_drops_the_last(ids, cls_id):
+    return cls_good(ids, cls_id)[:, :-1]
 
 
-def accuracy_first_class(logits, labels):
-    return (labels == 0).float().mean().item()
+def cls_as_float(ids, cls_id):
+    return cls_good(ids, cls_id).float()
 
 
 def baseline_good(train, dev):
@@ -260,7 +261,7 @@ def baseline_always_one(train, dev):
 
 @pytest.mark.parametrize("check, good, bads", [
     (l09.check_max_pool, l09.masked_max_pool, [max_pool_unmasked, max_pool_multiplied, max_pool_wrong_dim]),
-    (l09.check_accuracy, accuracy_good, [accuracy_count, accuracy_percent, accuracy_first_class]),
+    (l09.check_prepend_cls, cls_good, [cls_at_the_end, cls_overwrites, cls_drops_the_last]),
     (l09.check_majority_baseline, baseline_good, [baseline_peeking, baseline_always_one]),
 ])
 def test_checks_accept_solution_and_reject_mistakes(check, good, bads, capsys):
@@ -275,19 +276,22 @@ def test_checks_accept_solution_and_reject_mistakes(check, good, bads, capsys):
 def test_check_hints(capsys):
     l09.check_max_pool(max_pool_multiplied)
     assert "-inf" in capsys.readouterr().out
-    l09.check_accuracy(accuracy_count)
-    assert "divide" in capsys.readouterr().out
-    l09.check_accuracy(accuracy_percent)
-    assert "percentage" in capsys.readouterr().out
+    l09.check_prepend_cls(cls_at_the_end)
+    assert "goes in front" in capsys.readouterr().out
+    l09.check_prepend_cls(cls_overwrites)
+    assert "overwrote the first token" in capsys.readouterr().out
+    l09.check_prepend_cls(cls_drops_the_last)
+    assert "(3, 7)" in capsys.readouterr().out
     l09.check_majority_baseline(baseline_peeking)
     assert "training set" in capsys.readouterr().out
 
 
-def test_check_accuracy_accepts_a_zero_dim_tensor():
-    assert l09.check_accuracy(accuracy_tensor) is True
+def test_check_prepend_cls_wants_integer_ids(capsys):
+    assert l09.check_prepend_cls(cls_as_float) is False         # nn.Embedding needs integer ids
+    assert "torch.int64" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("check", [l09.check_max_pool, l09.check_accuracy, l09.check_majority_baseline])
+@pytest.mark.parametrize("check", [l09.check_max_pool, l09.check_prepend_cls, l09.check_majority_baseline])
 def test_checks_never_raise(check, capsys):
     assert check(not_started) is False
     assert "Not attempted yet" in capsys.readouterr().out

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course_utils.losses import cross_entropy
+from course_utils import losses
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_tensor, never_raises, passed
+from ..exercises import attempt, fail, is_tensor, never_raises, passed, watching
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures
@@ -109,7 +109,7 @@ def _render_logits(z0, z1, z2, z3, z4, target, smoothing, lang=None):
     names = CLASSES[code]
     logits = torch.tensor([z0, z1, z2, z3, z4], dtype=torch.float32)
     probs = torch.softmax(logits, dim=-1)
-    loss = float(cross_entropy(logits[None], torch.tensor([target]), label_smoothing=float(smoothing)))
+    loss = float(losses.cross_entropy(logits[None], torch.tensor([target]), label_smoothing=float(smoothing)))
     nll = float(-torch.log_softmax(logits, dim=-1)[target])
     q = smoothed_target(target, len(names), float(smoothing))
     fig = viz.new_figure((7.5, 4))
@@ -154,76 +154,139 @@ def build_logits_widget(logits=START_LOGITS, target: int = 0, smoothing: float =
 # Exercise checks: print a verdict, return True / False, never raise
 # ------------------------------------------------------------------------------------------------------------
 
+def _forbidden(calls, en_why: str, zh_why: str) -> bool:
+    """The verdict for a forbidden library call: name what was called and why the exercise rules it out."""
+    names = ", ".join(dict.fromkeys(calls))
+    return fail(f"You called {names}: {en_why}", f"你调用了 {names}：{zh_why}")
+
+
+# What exercise 1 rules out: library functions that apply the stabilising trick for the student.
+STABLE_BINARY = ((F, "binary_cross_entropy_with_logits"), (F, "logsigmoid"), (F, "softplus"), (torch, "logaddexp"))
+
+
 @never_raises
-def check_log_softmax(fn) -> bool:
-    """Exercise 1: ``fn(x)`` = log-softmax over the last dimension, finite even for logits like ±1000."""
+def check_binary_cross_entropy(fn) -> bool:
+    """Exercise 1: ``fn(z (N,), y (N,) of 0./1.)`` = per-example ``−[y log σ(z) + (1 − y) log(1 − σ(z))]``,
+    finite for logits like ±1000, written without the library functions that stabilise it."""
     g = torch.Generator().manual_seed(8)
-    cases = [torch.randn(3, 6, generator=g),
-             torch.tensor([[1000.0, 0.0, -1000.0], [-50.0, -1000.0, -2000.0]]),
-             20 * torch.randn(2, 3, 7, generator=g)]
-    for x in cases:
-        ok, got = attempt(fn, x.clone())
-        if not ok or not is_tensor(got, x.shape, "log_softmax", "log_softmax"):
+    cases = [(3 * torch.randn(7, generator=g), torch.tensor([0.0, 1, 1, 0, 1, 0, 1])),
+             (torch.tensor([1000.0, -1000.0, 0.0, 50.0, -50.0, 1000.0]), torch.tensor([0.0, 1, 1, 1, 0, 1]))]
+    for z, y in cases:
+        with watching(fn, STABLE_BINARY) as calls:
+            ok, got = attempt(fn, z.clone(), y.clone())
+        if not ok:
             return False
-        want = F.log_softmax(x, dim=-1)
+        if calls:
+            return _forbidden(calls, "it applies the trick for you. Write log(1 + e^z) with the maximum "
+                                     "max(0, z) taken out, as log_softmax does for (0, z).",
+                              "它替你用了这个技巧。请自己写出 log(1 + e^z)，先把最大值 max(0, z) 提出来，"
+                              "就像 log_softmax 对 (0, z) 所做的那样。")
+        if not is_tensor(got, z.shape, "loss per example", "每个样本的损失"):
+            return False
+        want = F.binary_cross_entropy_with_logits(z, y, reduction="none")
+        got = got.detach().float()
         if not torch.isfinite(got).all():
-            return fail("Your result contains inf or nan for large logits: subtract the row maximum before exp().",
-                        "logits 很大时结果里出现了 inf 或 nan：先减去每行的最大值，再做 exp()。")
+            return fail("inf or nan for z = ±1000: σ(z) rounds to exactly 0 or 1 and its log is −inf. Never take "
+                        "the log of σ(z); use log σ(z) = z − log(1 + e^z) with the maximum taken out.",
+                        "z = ±1000 时出现了 inf 或 nan：σ(z) 被舍入成恰好 0 或 1，取对数就是 −inf。不要对 σ(z) 取对数；"
+                        "用 log σ(z) = z − log(1 + e^z)，并先提出最大值。")
+        if torch.allclose(got, -want, atol=1e-4):
+            return fail("The sign is flipped: the loss is the *negative* log-likelihood, never below 0.",
+                        "符号反了：损失是**负**对数似然，不会小于 0。")
         if not torch.allclose(got, want, atol=1e-4, rtol=1e-5):
             err = float((got - want).abs().max())
-            return fail(f"Wrong values (largest difference {err:.3g}): the result should be "
-                        "x − m − log Σ exp(x − m), along the last dimension.",
-                        f"数值不对（最大差值 {err:.3g}）：结果应为 x − m − log Σ exp(x − m)，沿最后一个维度计算。")
-    return passed("Correct: finite for any logits, and exp() of each row sums to 1.",
-                  "正确：任何 logits 都不会溢出，每行取 exp() 之后加起来等于 1。")
+            return fail(f"Wrong values (largest difference {err:.3g}): the loss is log(1 + e^z) − y·z.",
+                        f"数值不对（最大差值 {err:.3g}）：损失应为 log(1 + e^z) − y·z。")
+    return passed("Correct: a single logit is a two-class softmax over (0, z), so the same max trick keeps it "
+                  "finite. PyTorch's version is F.binary_cross_entropy_with_logits.",
+                  "正确：一个 logit 就是对 (0, z) 做二分类 softmax，同样的减最大值技巧让它保持有限。"
+                  "PyTorch 里对应的是 F.binary_cross_entropy_with_logits。")
+
+
+# What exercise 2 rules out: the library losses that accept a target distribution.
+SOFT_TARGET_LOSSES = ((F, "cross_entropy"), (F, "kl_div"), (losses, "cross_entropy"))
 
 
 @never_raises
-def check_cross_entropy(fn) -> bool:
-    """Exercise 2: ``fn(logits (N, V), targets (N,), ignore_index)`` = mean −log p over non-ignored rows."""
+def check_soft_cross_entropy(fn) -> bool:
+    """Exercise 2: ``fn(logits (N, V), q (N, V))`` = mean over rows of ``−Σ_k q_k log softmax(logits)_k``, for
+    any target distribution ``q`` (label smoothing and distillation are two choices of ``q``)."""
     g = torch.Generator().manual_seed(9)
-    logits = 3 * torch.randn(6, 5, generator=g)
-    targets = torch.tensor([1, 4, 0, 0, 2, 0])          # ignore_index 0: the padding of this example
-    ok, got = attempt(fn, logits.clone(), targets.clone(), 0)
-    if not ok or not is_tensor(got, (), "loss", "损失"):
-        return False
-    want = F.cross_entropy(logits, targets, ignore_index=0)
-    if torch.allclose(got.float(), want, atol=1e-5):
-        return passed("Correct: padding positions neither add to the loss nor count in the mean.",
-                      "正确：填充位置既不计入损失，也不计入平均的分母。")
-    nll = -torch.log_softmax(logits, -1).gather(1, targets[:, None]).squeeze(1)
-    keep = targets != 0
-    if torch.allclose(got.float(), nll.mean(), atol=1e-5):
-        return fail("The ignored positions were counted: drop the rows whose target is ignore_index.",
-                    "被忽略的位置也算进去了：去掉目标等于 ignore_index 的行。")
-    if torch.allclose(got.float(), nll[keep].sum() / len(targets), atol=1e-5):
-        return fail("Right sum, wrong count: divide by the number of *kept* positions, not by N.",
-                    "求和对了，分母错了：要除以**保留下来的**位置数，而不是 N。")
-    return fail(f"Expected {float(want):.4f}, got {float(got):.4f}: loss = mean over kept rows of −log p[target].",
-                f"应为 {float(want):.4f}，实际是 {float(got):.4f}：损失 = 保留的行上 −log p[目标] 的平均值。")
+    eps, n_classes = 0.1, 6
+    hard = torch.tensor([2, 0, 5])
+    cases = [(3 * torch.randn(4, n_classes, generator=g), torch.softmax(torch.randn(4, n_classes, generator=g), -1)),
+             (torch.tensor([[1000.0, 0.0, -1000.0, 5.0, 0.0, 0.0]]), torch.tensor([[0.5, 0.5, 0.0, 0.0, 0.0, 0.0]])),
+             (2 * torch.randn(3, n_classes, generator=g),
+              torch.stack([smoothed_target(int(t), n_classes, eps) for t in hard]))]
+    for logits, q in cases:
+        with watching(fn, SOFT_TARGET_LOSSES) as calls:
+            ok, got = attempt(fn, logits.clone(), q.clone())
+        if not ok:
+            return False
+        if calls:
+            return _forbidden(calls, "that loss takes a target distribution and does the whole exercise. Write "
+                                     "−Σ q log p yourself, with a stable log-softmax.",
+                              "这个损失函数可以直接接受目标分布，整个练习都被它做完了。请自己写出 −Σ q log p，"
+                              "其中 log p 用稳定的 log-softmax 计算。")
+        if not is_tensor(got, (), "loss", "损失"):
+            return False
+        want = F.cross_entropy(logits, q)
+        got = got.detach().float()
+        if not torch.isfinite(got):
+            return fail("nan or inf: where q is 0 and log p is −inf, 0 · (−inf) = nan. Compute log p with a stable "
+                        "log-softmax (never log(softmax(x))): then log p is finite and 0 · log p = 0.",
+                        "出现了 nan 或 inf：q 为 0 而 log p 为 −inf 的地方，0 · (−inf) = nan。请用稳定的 log-softmax "
+                        "计算 log p（不要写 log(softmax(x))）：这样 log p 是有限值，0 · log p = 0。")
+        if len(q) > 1 and torch.allclose(got, want * len(q), atol=1e-4):
+            return fail("You summed over the rows: the loss is their mean.", "你对各行求了和：损失应取各行的平均值。")
+        if torch.allclose(got, -want, atol=1e-4):
+            return fail("The sign is flipped: the loss is −Σ q log p, never below 0.",
+                        "符号反了：损失是 −Σ q log p，不会小于 0。")
+        if not torch.allclose(got, want, atol=1e-4, rtol=1e-5):
+            return fail(f"Expected {float(want):.4f}, got {float(got):.4f}: average −Σ_k q_k log p_k over the rows.",
+                        f"应为 {float(want):.4f}，实际是 {float(got):.4f}：对每一行算 −Σ_k q_k log p_k，再取平均。")
+    return passed("Correct, for any q. With q = the smoothed one-hot target it equals cross-entropy with label "
+                  "smoothing (the third test); with q = a teacher model's softmax it is the distillation loss.",
+                  "正确，对任意 q 都成立。q 取平滑后的独热目标时，它就等于带标签平滑的交叉熵（第三个测试）；"
+                  "q 取一个教师模型的 softmax 时，它就是知识蒸馏的损失。")
+
+
+GRADIENT_CALLS = ((torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"))
 
 
 @never_raises
-def check_teacher_forcing(fn) -> bool:
-    """Exercise 3: ``fn(tgt)`` with tgt = <bos> y_1 … y_n <eos> <pad>… returns ``(decoder_input, labels)``."""
-    tgt = torch.tensor([[1, 5, 6, 7, 2, 0], [1, 9, 2, 0, 0, 0]])
-    ok, got = attempt(fn, tgt.clone())
-    if not ok:
-        return False
-    if not (isinstance(got, tuple) and len(got) == 2):
-        return fail("Return a pair (decoder_input, labels).", "请返回一个二元组 (decoder_input, labels)。")
-    dec_in, labels = got
-    want_in, want_out = tgt[:, :-1], tgt[:, 1:]
-    if not (is_tensor(dec_in, want_in.shape, "decoder_input", "decoder_input")
-            and is_tensor(labels, want_out.shape, "labels", "labels")):
-        return False
-    if torch.equal(dec_in, want_out) and torch.equal(labels, want_in):
-        return fail("Swapped: the decoder reads <bos> y_1 … (drop the last token) and must predict y_1 … <eos> "
-                    "(drop the first).",
-                    "两者弄反了：解码器读入 <bos> y_1 …（去掉最后一个词元），"
-                    "要预测 y_1 … <eos>（去掉第一个词元）。")
-    if not (torch.equal(dec_in, want_in) and torch.equal(labels, want_out)):
-        return fail("Not the right shift: labels[:, i] must be the token that follows decoder_input[:, i].",
-                    "错位方式不对：labels[:, i] 必须是 decoder_input[:, i] 之后的那个词元。")
-    return passed("Correct: position i reads y_<i+1 and is trained to predict the next token.",
-                  "正确：位置 i 读入前面的词元，被训练去预测下一个词元。")
+def check_smoothed_confidence(fn) -> bool:
+    """Exercise 3 (an experiment): ``fn(eps, n_classes)`` trains free logits with label smoothing ``eps`` and
+    returns the probability the trained model gives the correct class (the optimum is ``1 − ε + ε/V``)."""
+    found = []
+    for eps, n_classes in ((0.1, 12), (0.3, 5), (0.0, 4)):
+        with watching(fn, GRADIENT_CALLS) as calls:
+            ok, got = attempt(fn, eps, n_classes)
+        if not ok:
+            return False
+        if not calls:
+            return fail("You returned a number without training anything (no backward() was called). The "
+                        "exercise is an experiment: train, then measure; the formula comes afterwards.",
+                        "你没有训练任何东西就返回了一个数（没有调用 backward()）。这个练习是一个实验："
+                        "先训练，再测量；公式放在最后再看。")
+        try:
+            value = float(got)
+        except (TypeError, ValueError, RuntimeError):
+            return fail(f"Return the probability as a number, got {type(got).__name__}.",
+                        f"请把概率作为一个数返回，实际返回的是 {type(got).__name__}。")
+        cap = 1 - eps + eps / n_classes
+        if eps > 0 and value > cap + 0.01:
+            return fail(f"With ε = {eps} you measured {value:.3f}, above what the smoothed loss allows: is "
+                        "label_smoothing=eps passed to the loss you minimise?",
+                        f"ε = {eps} 时你测得 {value:.3f}，比平滑后的损失所允许的还高：你最小化的损失里传了 "
+                        "label_smoothing=eps 吗？")
+        if abs(value - cap) > 0.01:
+            return fail(f"For ε = {eps}, |V| = {n_classes} you measured {value:.3f}, still moving: train longer "
+                        "(or with a larger learning rate) until the probability stops changing, then read it.",
+                        f"ε = {eps}、|V| = {n_classes} 时你测得 {value:.3f}，还没有收敛：训练更久（或用更大的学习率），"
+                        "等概率不再变化时再读数。")
+        found.append(f"ε = {eps}, |V| = {n_classes}: {value:.3f}")
+    return passed("Measured " + "; ".join(found) + ". The smoothed loss is lowest when the model predicts the "
+                  "smoothed target itself, so the confidence stops at 1 − ε + ε/|V|: never 100 %.",
+                  "测得 " + "；".join(found) + "。模型预测出平滑后的目标分布本身时，平滑损失最小，"
+                  "所以置信度停在 1 − ε + ε/|V|，永远到不了 100%。")

@@ -16,8 +16,7 @@ from ...exercises import attempt, fail, is_tensor, never_raises, number_problem,
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
-    """Fraction of rows whose highest logit is the label: ``(N, C), (N,) -> float`` (the lesson's metric, and the
-    reference of exercise 2)."""
+    """Fraction of rows whose highest logit is the label: ``(N, C), (N,) -> float`` (the lesson's metric)."""
     if logits.dim() != 2 or labels.shape != logits.shape[:1]:
         raise ValueError(f"expected logits (N, C) and labels (N,), got {tuple(logits.shape)} and {tuple(labels.shape)}")
     return (logits.argmax(dim=-1) == labels).float().mean().item()
@@ -60,35 +59,38 @@ def check_max_pool(fn) -> bool:
                 f"数值不对（最大差值 {err:.3g}）：应在 dim=1（位置维度）上取最大值。")
 
 
+def prepend_cls(ids: torch.Tensor, cls_id: int) -> torch.Tensor:
+    """Reference of exercise 2: ``cls_id`` inserted in front of every row, ``(B, T) -> (B, T + 1)``."""
+    return torch.cat([torch.full((ids.size(0), 1), cls_id, dtype=ids.dtype), ids], dim=1)
+
+
 @never_raises
-def check_accuracy(fn) -> bool:
-    """Exercise 2: ``fn(logits (N, C), labels (N,)) -> float`` in [0, 1]."""
-    g = torch.Generator().manual_seed(11)
-    cases = [(torch.tensor([[2.0, -1.0], [0.1, 0.3], [1.0, 0.0], [-2.0, 3.0]]), torch.tensor([0, 1, 1, 1])),
-             (torch.randn(7, 3, generator=g), torch.tensor([0, 1, 2, 2, 1, 0, 2])),
-             (torch.randn(2, 5, generator=g), torch.tensor([4, 0]))]
-    for logits, labels in cases:
-        ok, got = attempt(fn, logits.clone(), labels.clone())
-        if not ok:
-            return False
-        want = accuracy(logits, labels)
-        problem = number_problem(got, want, rel=1e-5)
-        if problem is None:
-            continue
-        count = int(round(want * len(labels)))
-        try:
-            value = float(got)
-        except (TypeError, ValueError, RuntimeError):
-            value = None
-        if value is not None and abs(value - count) < 1e-6 and count != want:
-            return fail("That is the number of correct rows: divide by the number of rows to get a fraction.",
-                        "这是预测正确的行数：还要除以总行数，得到比例。")
-        if value is not None and abs(value - 100 * want) < 1e-4:
-            return fail("Return a fraction in [0, 1], not a percentage.", "请返回 [0, 1] 之间的比例，而不是百分数。")
-        return report(problem, f"for logits of shape {tuple(logits.shape)}",
-                      f"logits 形状为 {tuple(logits.shape)} 时")
-    return passed("Correct: argmax over the classes (dim=-1), compared with the labels, averaged.",
-                  "正确：在类别维度（dim=-1）上取 argmax，与标签比较，再取平均。")
+def check_prepend_cls(fn) -> bool:
+    """Exercise 2: ``fn(ids (B, T), cls_id) -> (B, T + 1)``, the ``[CLS]`` id in front, every token kept."""
+    ids = torch.tensor([[2, 5, 1, 7, 0, 0], [1, 3, 3, 2, 6, 4], [4, 1, 2, 0, 0, 0]])   # 0 = <pad>, at the end
+    cls_id = 12
+    ok, got = attempt(fn, ids.clone(), cls_id)
+    if not ok or not is_tensor(got, None, "ids with [CLS]", "加上 [CLS] 的 ID"):
+        return False
+    overwritten = ids.clone()
+    overwritten[:, 0] = cls_id
+    if tuple(got.shape) == tuple(ids.shape) and torch.equal(got, overwritten):
+        return fail("You overwrote the first token instead of inserting one: here it is often A or B, and the "
+                    "model can no longer see it. Insert a new column: (B, T) -> (B, T + 1).",
+                    "你把第一个词元覆盖掉了，而不是插入一个新词元：在这个任务里它常常就是 A 或 B，模型再也看不到它了。"
+                    "请插入新的一列：(B, T) -> (B, T + 1)。")
+    if not is_tensor(got, (3, 7), "ids with [CLS]", "加上 [CLS] 的 ID", dtype=ids.dtype):
+        return False
+    if torch.equal(got, torch.cat([ids, torch.full((3, 1), cls_id)], dim=1)):
+        return fail("[CLS] goes in front: pool='cls' reads position 0. At the end it would also sit after the "
+                    "padding, at a different position in every row.",
+                    "[CLS] 要放在最前面：pool='cls' 读取的是第 0 个位置。放在末尾的话，它还会落在填充之后，"
+                    "每一行的位置都不一样。")
+    if not torch.equal(got, prepend_cls(ids, cls_id)):
+        return fail("Not yet: row b must be [cls_id, ids[b, 0], ..., ids[b, T-1]], padding still at the end.",
+                    "还不对：第 b 行应为 [cls_id, ids[b, 0], ..., ids[b, T-1]]，填充仍然在末尾。")
+    return passed("Correct: every row starts with [CLS] and keeps all its tokens. Now run the experiment below.",
+                  "正确：每一行都以 [CLS] 开头，并保留了全部词元。现在运行下面的实验。")
 
 
 def majority_baseline(train_labels: Sequence[int], eval_labels: Sequence[int]) -> float:
@@ -105,7 +107,7 @@ def majority_baseline(train_labels: Sequence[int], eval_labels: Sequence[int]) -
 def check_majority_baseline(fn) -> bool:
     """Exercise 3: ``fn(train_labels, eval_labels) -> float`` (both are lists of ints)."""
     cases = [([1] * 9 + [0] * 5, [0] * 6 + [1] * 4),        # train says 1, eval is mostly 0: 0.4
-             ([1] * 1600, [1] * 400),                        # the seed's task: every label is 1
+             ([1] * 1600, [1] * 400),                        # the synthetic task: every label is 1
              ([0, 1, 1, 0, 0], [1, 0, 1, 1, 1, 0, 1])]
     for train, dev in cases:
         ok, got = attempt(fn, list(train), list(dev))

@@ -1,0 +1,37 @@
+"""Answers to the exercises of lesson 09 (encoder-only classifier), for tests/test_exercises.py: every exercise
+with a correct answer, a wrong one (a plausible mistake) and the shortcut the exercise forbids."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+from exercise_answers_08_14 import Answer
+
+
+def _majority(train_labels, eval_labels):
+    constant = Counter(train_labels).most_common(1)[0][0]
+    return sum(y == constant for y in eval_labels) / len(eval_labels)
+
+
+def _overwrite_first(ids, cls_id):
+    out = ids.clone()
+    out[:, 0] = cls_id                                             # no new column: the first token is lost
+    return out
+
+
+L09 = [
+    Answer("check_max_pool", lambda h, keep: h.masked_fill(~keep[..., None], float("-inf")).amax(dim=1),
+           wrong=lambda h, keep: h.amax(dim=1),                                          # padding takes part
+           shortcut=lambda h, keep: (h * keep[..., None]).amax(dim=1),                   # the mean's mask trick
+           says="Multiplying by the mask"),
+    Answer("check_prepend_cls", lambda ids, cls_id: torch.cat([torch.full_like(ids[:, :1], cls_id), ids], dim=1),
+           wrong=lambda ids, cls_id: torch.cat([ids, torch.full_like(ids[:, :1], cls_id)], dim=1),   # at the end
+           shortcut=_overwrite_first, says="overwrote the first token"),
+    Answer("check_majority_baseline", _majority,
+           wrong=lambda train_labels, eval_labels: Counter(train_labels).most_common(1)[0][1] / len(train_labels),
+           shortcut=lambda train_labels, eval_labels: _majority(eval_labels, eval_labels),  # peeks at the answers
+           says="from the evaluation labels"),
+]
+
+ANSWERS = {"l09_classifier": L09}
