@@ -16,7 +16,7 @@ from course_lab.lessons import l04_multihead as l04
 pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
-# --- reference solutions and wrong answers of the exercises -----------------------------------------
+# --- reference solutions and wrong answers of the exercises (the full table: exercise_answers_04.py) ---------
 
 def good_split(x, n_heads):
     b, t, d = x.shape
@@ -33,11 +33,6 @@ def good_merge(x):
     return x.transpose(1, 2).reshape(b, t, h * d_k)
 
 
-def bad_merge(x):
-    b, h, t, d_k = x.shape
-    return x.reshape(b, t, h * d_k)
-
-
 def good_forward(x, mha):
     q, k, v = mha.qkv_proj(x).split(mha.d_model, dim=-1)
     q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
@@ -45,7 +40,7 @@ def good_forward(x, mha):
     return mha.out_proj(good_merge(out))
 
 
-def forward_scaled_by_d_model(x, mha):              # seed mistake 1
+def forward_scaled_by_d_model(x, mha):              # common mistake 1
     q, k, v = mha.qkv_proj(x).split(mha.d_model, dim=-1)
     q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
     out, _ = cu.attention_with_weights(q, k, v, scale=1 / math.sqrt(mha.d_model))
@@ -59,19 +54,40 @@ def forward_without_bias(x, mha):
     return F.linear(good_merge(out), mha.out_proj.weight)
 
 
-def not_started(*args):
-    raise NotImplementedError
+def forward_with_library_split(x, mha):             # borrows the module's split_heads: refused
+    q, k, v = (mha.split_heads(t) for t in mha.qkv_proj(x).split(mha.d_model, dim=-1))
+    out, _ = cu.attention_with_weights(q, k, v)
+    return mha.out_proj(good_merge(out))
 
 
-def crashes(*args):
-    raise IndexError("oops")
+def good_cross(x, memory, keep, mha):
+    b_q, b_k, b_v = mha.qkv_proj.bias.split(mha.d_model)
+    q = good_split(F.linear(x, mha.w_q, b_q), mha.n_heads)
+    k = good_split(F.linear(memory, mha.w_k, b_k), mha.n_heads)
+    v = good_split(F.linear(memory, mha.w_v, b_v), mha.n_heads)
+    out, _ = cu.attention_with_weights(q, k, v, keep[:, None, None, :])
+    return mha.out_proj(good_merge(out))
+
+
+def cross_with_sdpa(x, memory, keep, mha):          # PyTorch's fused attention is allowed: only the module is not
+    b_q, b_k, b_v = mha.qkv_proj.bias.split(mha.d_model)
+    q = good_split(F.linear(x, mha.w_q, b_q), mha.n_heads)
+    k = good_split(F.linear(memory, mha.w_k, b_k), mha.n_heads)
+    v = good_split(F.linear(memory, mha.w_v, b_v), mha.n_heads)
+    return mha.out_proj(good_merge(F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])))
+
+
+def cross_ignoring_mask(x, memory, keep, mha):
+    return good_cross(x, memory, torch.ones_like(keep), mha)
 
 
 @pytest.mark.parametrize("check, good, bad", [
     (l04.check_split_heads, good_split, bad_split),
-    (l04.check_merge_heads, good_merge, bad_merge),
     (l04.check_mha_forward, good_forward, forward_scaled_by_d_model),
     (l04.check_mha_forward, good_forward, forward_without_bias),
+    (l04.check_mha_forward, good_forward, forward_with_library_split),
+    (l04.check_cross_attention, good_cross, cross_ignoring_mask),
+    (l04.check_cross_attention, cross_with_sdpa, cross_ignoring_mask),
 ])
 def test_checks_accept_solution_and_reject_mistake(check, good, bad, capsys):
     assert check(good) is True
@@ -80,56 +96,40 @@ def test_checks_accept_solution_and_reject_mistake(check, good, bad, capsys):
     assert "✓" not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("check", [l04.check_split_heads, l04.check_merge_heads, l04.check_mha_forward])
-def test_checks_never_raise(check, capsys):
-    assert check(not_started) is False
-    assert "Not attempted yet" in capsys.readouterr().out
-    assert check(crashes) is False
-    assert "IndexError" in capsys.readouterr().out
-    assert check(lambda *a: None) is False
-
-
 def test_check_hints(capsys):
     l04.check_split_heads(bad_split)
     assert "transpose" in capsys.readouterr().out
-    l04.check_merge_heads(bad_merge)
-    assert "transpose" in capsys.readouterr().out
+    l04.check_mha_forward(forward_scaled_by_d_model)
+    assert "common mistake 1" in capsys.readouterr().out
+    l04.check_cross_attention(cross_ignoring_mask)
+    assert "keep[:, None, None, :]" in capsys.readouterr().out
 
 
-def test_check_mha_forward_leaves_global_rng_alone():
-    torch.manual_seed(123)
-    expected = torch.rand(3)
-    torch.manual_seed(123)
-    l04.check_mha_forward(good_forward)
-    torch.testing.assert_close(torch.rand(3), expected)
+def test_watched_methods_are_restored():
+    forward, split = cu.MultiHeadAttention.forward, cu.MultiHeadAttention.split_heads
+    l04.check_mha_forward(lambda x, mha: mha(x))
+    assert cu.MultiHeadAttention.forward is forward and cu.MultiHeadAttention.split_heads is split
 
 
-# --- the hand-built heads -----------------------------------------------------------------------------
+def test_checks_leave_global_rng_alone():
+    for check, answer in ((l04.check_mha_forward, good_forward), (l04.check_cross_attention, good_cross)):
+        torch.manual_seed(123)
+        expected = torch.rand(3)
+        torch.manual_seed(123)
+        check(answer)
+        torch.testing.assert_close(torch.rand(3), expected)
+
+
+# --- the sentence's features ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_handcrafted_heads_do_their_jobs(lang):
+def test_sentence_features_layout(lang):
     tokens, x = l04.sentence_features(lang)
-    mha = l04.handcrafted_mha()
-    with torch.no_grad():
-        y = mha(x, need_weights=True)
-    w = mha.last_weights[0]                                    # (4, T, T)
-    assert y.shape == x.shape and w.shape == (4, 6, 6)
-    t = len(tokens)
-    prev = w[1].argmax(-1).tolist()
-    nxt = w[3].argmax(-1).tolist()
-    assert prev[1:] == list(range(t - 1)) and nxt[:-1] == list(range(1, t))
-    roles = [r for _, r in l03_sentence(lang)]
-    for i, role in enumerate(roles):
-        assert roles[int(w[0, i].argmax())] == l04.SEEKS[role]
-        assert roles[int(w[2, i].argmax())] == role
-    # W^V = W^O = identity: the output is the concatenation of each head's average of its own slice
-    for head in range(4):
-        torch.testing.assert_close(y[0, :, 4 * head:4 * head + 4], w[head] @ x[0, :, 4 * head:4 * head + 4])
-
-
-def l03_sentence(lang):
-    from course_lab.lessons.l03_attention import SENTENCES
-    return SENTENCES[lang]
+    assert x.shape == (1, len(tokens), 16) and len(tokens) == 6
+    torch.testing.assert_close(x[0, :, :4].sum(-1), torch.ones(6))               # one-hot word type
+    angles = torch.atan2(x[0, :, 5], x[0, :, 4])
+    steps = torch.remainder(angles.diff(), 2 * math.pi)
+    torch.testing.assert_close(steps, torch.full((5,), l04.THETA))                # one step θ per position
 
 
 def test_head_entropies_and_divisors():

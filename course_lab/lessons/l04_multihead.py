@@ -1,8 +1,8 @@
-"""Lesson 04 · multi-head attention: a hand-built four-head model, the heads widget and the exercise checks.
+"""Lesson 04 · multi-head attention: the sentence's features, the heads widget and the exercise checks.
 
-The notebook writes the split / attend / merge steps itself and measures the seed deck's two mistakes; this
-module holds the hand-made sentence model whose heads the lesson plots, the number-of-heads widget and the
-functions that check the exercises (they never raise, so the notebook always runs to the end).
+The notebook writes the split / attend / merge steps itself, the hand-made W_i^Q, W_i^K of its four heads, and
+measures two common mistakes; this module holds the input features of the lesson's sentence, the number-of-heads
+widget and the functions that check the exercises (they never raise, so the notebook always runs to the end).
 """
 
 from __future__ import annotations
@@ -10,33 +10,28 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from course_utils.attention import MultiHeadAttention
+from course_utils.attention import MultiHeadAttention, attention_with_weights
 
 from .. import i18n, viz
-from ..exercises import attempt, never_raises, passed, say, tensor_close
-from .l03_attention import ROLES, SEEKS, SENTENCES, row_entropy
+from ..exercises import attempt, fail, never_raises, passed, say, tensor_close, watching
+from .l03_attention import ROLES, SENTENCES, row_entropy
 
 # ----------------------------------------------------------------------------------------------------
-# A hand-built multi-head attention: four heads, four different jobs
+# The sentence's input features (the notebook writes the four heads' W_i^Q, W_i^K by hand)
 # ----------------------------------------------------------------------------------------------------
 
 D_MODEL, N_HEADS = 16, 4
 THETA = 2 * math.pi / 8            # angle between two neighbouring positions of the 2-D position code
 
-HEAD_JOBS = (
-    {"en": "looks for the word type it needs", "zh": "寻找自己需要的词类"},
-    {"en": "looks at the previous word", "zh": "看前一个词"},
-    {"en": "looks at words of its own type", "zh": "看同一词类的词"},
-    {"en": "looks at the next word", "zh": "看后一个词"},
-)
-
 
 def sentence_features(lang: str | None = None):
     """Tokens and their inputs ``x`` (1, T, 16) for the lesson's six-word sentence.
 
-    Columns 0–3: one-hot word type (determiner, noun, verb, preposition) — the slice of head 1;
-    columns 4–5: the position as an angle, (cos pθ, sin pθ) — in the slice of head 2;
+    Columns 0–3: one-hot word type (determiner, noun, verb, preposition);
+    columns 4–5: the position p as an angle, (cos pθ, sin pθ) with θ = :data:`THETA`;
     columns 6–15: a small word-specific part.
     """
     words = i18n.pick(SENTENCES, lang)
@@ -48,43 +43,6 @@ def sentence_features(lang: str | None = None):
         x[0, p, 4:6] = torch.tensor([math.cos(p * THETA), math.sin(p * THETA)])
         x[0, p, 6:] = identity[word]
     return [w for w, _ in words], x
-
-
-def _rotation(angle: float) -> torch.Tensor:
-    """2×2 matrix R with [cos a, sin a] R = [cos(a + angle), sin(a + angle)] (row vectors, x W convention)."""
-    c, s = math.cos(angle), math.sin(angle)
-    return torch.tensor([[c, s], [-s, c]])
-
-
-def handcrafted_mha(strength: float = 8.0, position_strength: float = 16.0) -> MultiHeadAttention:
-    """A ``MultiHeadAttention(16, 4)`` whose projections are written by hand (no training).
-
-    In the paper's notation each head has ``W_i^Q, W_i^K ∈ ℝ^{16×4}`` (``q = x W_i^Q``). Head 1 maps a word
-    type to the type it looks for, head 2 rotates the position back by one step (so the query of position p
-    matches the key of position p − 1), head 3 compares word types, head 4 rotates forward. ``W^V`` and
-    ``W^O`` are identities, so each head outputs a weighted average of its own slice of the input.
-    """
-    d_k = D_MODEL // N_HEADS
-    w_q = torch.zeros(N_HEADS, D_MODEL, d_k)        # W_i^Q stacked over the heads
-    w_k = torch.zeros(N_HEADS, D_MODEL, d_k)
-    for r, role in enumerate(ROLES):
-        w_q[0, r, ROLES.index(SEEKS[role])] = strength
-        w_k[0, r, r] = 1.0
-        w_q[2, r, r] = math.sqrt(strength)
-        w_k[2, r, r] = math.sqrt(strength)
-    for head, step in ((1, -1), (3, +1)):
-        w_q[head, 4:6, 0:2] = position_strength * _rotation(step * THETA)
-        w_k[head, 4:6, 0:2] = torch.eye(2)
-    mha = MultiHeadAttention(D_MODEL, N_HEADS)
-    with torch.no_grad():
-        # qkv_proj computes x Wᵀ (F.linear): its weight rows are the *columns* of [W_1^Q | … | W_h^Q].
-        mha.qkv_proj.weight[:D_MODEL] = torch.cat(list(w_q), dim=1).T
-        mha.qkv_proj.weight[D_MODEL:2 * D_MODEL] = torch.cat(list(w_k), dim=1).T
-        mha.qkv_proj.weight[2 * D_MODEL:] = torch.eye(D_MODEL)
-        mha.out_proj.weight.copy_(torch.eye(D_MODEL))
-        mha.qkv_proj.bias.zero_()
-        mha.out_proj.bias.zero_()
-    return mha
 
 
 def head_entropies(weights: torch.Tensor) -> torch.Tensor:
@@ -195,13 +153,46 @@ def _reference_merge(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(b, t, h * d_k)
 
 
+def _reference_forward(x, mha, scale=None):
+    q, k, v = mha.qkv_proj(x).split(mha.d_model, dim=-1)
+    q, k, v = (_reference_split(t, mha.n_heads) for t in (q, k, v))
+    out, _ = attention_with_weights(q, k, v, scale=scale)
+    return mha.out_proj(_reference_merge(out))
+
+
+def _module_calls():
+    """What the exercises forbid: letting a multi-head attention module do the work."""
+    return [(MultiHeadAttention, "forward"), (MultiHeadAttention, "split_heads"), (nn.MultiheadAttention, "forward"),
+            (F, "multi_head_attention_forward")]
+
+
+def _called_the_module(calls) -> bool:
+    return fail(f"You called the library ({calls[0]}): the exercise asks you to write these steps yourself from "
+                "the weights, so that you see every reshape; the library is what the check compares with.",
+                f"你调用了库里的实现（{calls[0]}）：本题要求你从权重出发亲手写出这些步骤，看清每一次变形；"
+                "库里的实现是检查程序用来核对的。")
+
+
+def _small_mha(seed: int) -> MultiHeadAttention:
+    with torch.random.fork_rng(devices=[]):         # leave the notebook's random state alone
+        torch.manual_seed(seed)
+        mha = MultiHeadAttention(8, 2).eval()
+        with torch.no_grad():
+            mha.qkv_proj.bias.normal_()             # non-zero biases: forgetting them is caught
+            mha.out_proj.bias.normal_()
+    return mha
+
+
 @never_raises
 def check_split_heads(fn) -> bool:
     """Exercise 1: ``fn(x, n_heads)``: (B, T, d_model) → (B, h, T, d_k), head i = the columns of slice i."""
     x = torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8)
-    ok, got = attempt(fn, x.clone(), 4)
+    with watching(fn, _module_calls()) as calls:
+        ok, got = attempt(fn, x.clone(), 4)
     if not ok:
         return False
+    if calls:
+        return _called_the_module(calls)
     want = _reference_split(x, 4)
     if not tensor_close(got, want, "split_heads", "split_heads"):
         if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, x.view(2, 4, 3, 2)):
@@ -215,40 +206,60 @@ def check_split_heads(fn) -> bool:
 
 
 @never_raises
-def check_merge_heads(fn) -> bool:
-    """Exercise 2: ``fn(x)`` must turn (B, h, T, d_k) back into (B, T, h·d_k), the inverse of split_heads."""
-    x = torch.arange(2 * 4 * 3 * 2, dtype=torch.float32).reshape(2, 4, 3, 2)
-    ok, got = attempt(fn, x.clone())
-    if not ok:
-        return False
-    want = _reference_merge(x)
-    if not tensor_close(got, want, "merge_heads", "merge_heads"):
-        if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, x.reshape(2, 3, 8)):
-            say("Hint: reshape without transposing first glues the wrong numbers together. Bring T next to "
-                "B with .transpose(1, 2), then .reshape(B, T, h * d_k).",
-                "提示：不先转置就 reshape，会把错误的数字拼在一起。先用 .transpose(1, 2) 把 T 换到 B 旁边，"
-                "再 .reshape(B, T, h * d_k)。")
-        return False
-    return passed("Correct: merge_heads(split_heads(x)) gives x back.", "正确：merge_heads(split_heads(x)) 还原出 x。")
-
-
-@never_raises
 def check_mha_forward(fn) -> bool:
-    """Exercise 3: ``fn(x, mha)`` must compute ``mha(x)`` from ``mha``'s weights (self-attention, no mask)."""
-    with torch.random.fork_rng(devices=[]):         # leave the notebook's random state alone
-        torch.manual_seed(0)
-        mha = MultiHeadAttention(8, 2).eval()
-        with torch.no_grad():
-            mha.qkv_proj.bias.normal_()             # non-zero biases: forgetting them is caught
-            mha.out_proj.bias.normal_()
+    """Exercise 2: ``fn(x, mha)`` must compute ``mha(x)`` from ``mha``'s weights (self-attention, no mask)."""
+    mha = _small_mha(0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
         x = torch.randn(2, 5, 8)
-    ok, got = attempt(fn, x.clone(), mha)
-    if not ok:
-        return False
     with torch.no_grad():
         want = mha(x)
+        too_flat = _reference_forward(x, mha, scale=1 / math.sqrt(mha.d_model))
+    with watching(fn, _module_calls()) as calls:
+        ok, got = attempt(fn, x.clone(), mha)
+    if not ok:
+        return False
+    if calls:
+        return _called_the_module(calls)
     if not tensor_close(got, want, "multi-head attention", "多头注意力"):
+        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+                torch.allclose(got.detach(), too_flat, atol=1e-5):
+            say("Hint: you divided the scores by √d_model, common mistake 1 of this lesson: each head divides by "
+                "√d_k of its own width.",
+                "提示：你把分数除以了 √d_model，这正是本课的常见错误 1：每个头要除以它自己宽度的 √d_k。")
         return False
     return passed("Correct: your multi-head attention equals course_utils.MultiHeadAttention.",
                   "正确：你的多头注意力与 course_utils.MultiHeadAttention 的结果一致。")
 
+
+@never_raises
+def check_cross_attention(fn) -> bool:
+    """Exercise 3: ``fn(x, memory, keep, mha)`` = ``mha(x, memory, memory, key_keep_mask=keep)``, written out.
+
+    Queries from ``x`` (B, T_q, d), keys and values from ``memory`` (B, T_k, d), ``keep`` (B, T_k) True at real
+    tokens; the weights are ``mha.w_q``, ``mha.w_k``, ``mha.w_v`` and the matching thirds of the bias.
+    """
+    mha = _small_mha(2)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    keep = torch.tensor([[True] * 5, [True, True, True, False, False]])     # the second source has 2 <pad>
+    with torch.no_grad():
+        want = mha(x, memory, memory, key_keep_mask=keep)
+        unmasked = mha(x, memory, memory)
+    with watching(fn, _module_calls()) as calls:
+        ok, got = attempt(fn, x.clone(), memory.clone(), keep.clone(), mha)
+    if not ok:
+        return False
+    if calls:
+        return _called_the_module(calls)
+    if not tensor_close(got, want, "cross-attention", "交叉注意力"):
+        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+                torch.allclose(got.detach(), unmasked, atol=1e-5):
+            say("Hint: the padded keys were attended. keep is (B, T_k); the scores are (B, h, T_q, T_k): "
+                "keep[:, None, None, :] broadcasts over the heads and the queries.",
+                "提示：填充的键也被关注了。keep 的形状是 (B, T_k)，分数是 (B, h, T_q, T_k)："
+                "keep[:, None, None, :] 可以广播到所有头和所有查询。")
+        return False
+    return passed("Correct: queries from x, keys and values from memory, padding never attended.",
+                  "正确：查询来自 x，键和值来自 memory，填充位置从未被关注。")
