@@ -11,6 +11,7 @@ from torch import nn
 
 from course_lab import i18n
 from course_lab.lessons import l06_ffn_norm as l06
+from course_utils.layers import Residual
 
 
 @pytest.fixture(scope="module")
@@ -82,17 +83,22 @@ def test_widget_speaks_chinese():
         i18n.set_language(None)
 
 
-def test_seed_deck_layer_norm_measured():
+def std_layer_norm(x, eps=1e-6):
+    """The common hand-written "LayerNorm" of lesson 06 section 4: unbiased std, ε outside the root."""
+    return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps)
+
+
+def test_std_layer_norm_measured():
     g = torch.Generator().manual_seed(0)
     d = 512
     ln = nn.LayerNorm(d).double()
     x = 2.0 * torch.randn(3, 7, d, generator=g, dtype=torch.float64) + 0.5
-    ratio = l06.seed_deck_layer_norm(x) / ln(x).detach()
+    ratio = std_layer_norm(x) / ln(x).detach()
     torch.testing.assert_close(ratio, torch.full_like(ratio, math.sqrt((d - 1) / d)), atol=1e-5, rtol=0)
-    gap_ordinary = float((l06.seed_deck_layer_norm(x) - ln(x).detach()).abs().max())
+    gap_ordinary = float((std_layer_norm(x) - ln(x).detach()).abs().max())
     assert 1e-4 < gap_ordinary < 1e-2
     tiny = 1e-5 * torch.randn(3, 7, d, generator=g, dtype=torch.float64) + 3.0
-    gap_tiny = float((l06.seed_deck_layer_norm(tiny) - ln(tiny).detach()).abs().max())
+    gap_tiny = float((std_layer_norm(tiny) - ln(tiny).detach()).abs().max())
     assert gap_tiny > 2.0                                      # a different function, not a rounding issue
 
 
@@ -102,58 +108,91 @@ def _not_implemented(*args):
     raise NotImplementedError
 
 
-def test_check_ffn(capsys):
-    assert l06.check_ffn(lambda x, w1, b1, w2, b2: F.gelu(x @ w1 + b1) @ w2 + b2) is True
-    assert l06.check_ffn(lambda x, w1, b1, w2, b2: F.relu(x @ w1 + b1) @ w2 + b2) is False
-    assert "ReLU" in capsys.readouterr().out
-    assert l06.check_ffn(lambda x, w1, b1, w2, b2: F.gelu(x @ w1) @ w2) is False
-    assert l06.check_ffn(lambda x, w1, b1, w2, b2: x @ w2.T) is False         # wrong shape
-    assert l06.check_ffn(lambda x, w1, b1, w2, b2: (F.gelu(x @ w1 + b1) @ w2 + b2).float()) is False  # float32
+def _layer_norm_2d(x, gamma, beta, eps):
+    mu = x.mean(dim=(-2, -1), keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=(-2, -1), keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+
+
+def test_check_layer_norm_2d(capsys):
+    assert l06.check_layer_norm_2d(_layer_norm_2d) is True
     capsys.readouterr()
-    assert l06.check_ffn(_not_implemented) is False
-    assert "Not attempted" in capsys.readouterr().out
 
+    def per_position(x, g, b, e):
+        return g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + e) + b
 
-def _solution_layer_norm(x, gamma, beta, eps):
-    mu = x.mean(-1, keepdim=True)
-    return gamma * (x - mu) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps) + beta
-
-
-def test_check_layer_norm(capsys):
-    assert l06.check_layer_norm(_solution_layer_norm) is True
-    assert l06.check_layer_norm(lambda x, g, b, e: g * l06.seed_deck_layer_norm(x) + b) is False
+    def std_version(x, g, b, e):
+        return g * (x - x.mean((-2, -1), keepdim=True)) / (x.std((-2, -1), keepdim=True) + 1e-6) + b
 
     def unbiased(x, g, b, e):
-        return g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + e) + b
+        return g * (x - x.mean((-2, -1), keepdim=True)) / torch.sqrt(x.var((-2, -1), keepdim=True) + e) + b
 
-    def eps_outside(x, g, b, e):
-        return g * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True, correction=0) + e) + b
+    assert l06.check_layer_norm_2d(per_position) is False
+    assert "each position on its own" in capsys.readouterr().out
+    assert l06.check_layer_norm_2d(std_version) is False
+    assert "torch.std version" in capsys.readouterr().out
+    assert l06.check_layer_norm_2d(unbiased) is False
+    assert "✗" in capsys.readouterr().out
+    assert l06.check_layer_norm_2d(lambda x, g, b, e: F.layer_norm(x, x.shape[-2:], g, b, e)) is False
+    assert "calls the library" in capsys.readouterr().out
+    assert l06.check_layer_norm_2d(lambda x, g, b, e: nn.LayerNorm(x.shape[-2:]).double()(x) * g + b) is False
+    assert "calls the library" in capsys.readouterr().out
+    assert l06.check_layer_norm_2d(_not_implemented) is False
+    assert "Not attempted" in capsys.readouterr().out
+    assert F.layer_norm.__module__ == "torch.nn.functional"     # the spies are gone
 
-    def wrong_axis(x, g, b, e):
-        mu = x.mean(0, keepdim=True)
-        return g * (x - mu) / torch.sqrt(x.var(0, keepdim=True, correction=0) + e) + b
 
+def _dropout(x, p, training):
+    if not training:
+        return x
+    return x * (torch.rand_like(x) >= p) / (1 - p)
+
+
+def test_check_dropout(capsys):
+    assert l06.check_dropout(_dropout) is True
     capsys.readouterr()
-    for wrong in (unbiased, eps_outside, wrong_axis):
-        assert l06.check_layer_norm(wrong) is False, wrong.__name__
-        assert "✗" in capsys.readouterr().out
-
-    def seed_on_tiny_only(x, g, b, e):  # correct on ordinary inputs, the seed formula on tiny-variance ones
-        wrong = float(x.std()) < 0.1
-        return g * l06.seed_deck_layer_norm(x) + b if wrong else _solution_layer_norm(x, g, b, e)
-
-    assert l06.check_layer_norm(seed_on_tiny_only) is False
-    assert "small variance" in capsys.readouterr().out
-    assert l06.check_layer_norm(_not_implemented) is False
-    assert l06.check_layer_norm(lambda *a: None) is False
+    assert l06.check_dropout(lambda x, p, t: x * (torch.rand_like(x) >= p) if t else x) is False
+    assert "expected value shrinks" in capsys.readouterr().out
+    assert l06.check_dropout(lambda x, p, t: x * (torch.rand_like(x) >= p) / (1 - p) if t else x * (1 - p)) is False
+    assert "unchanged" in capsys.readouterr().out
+    assert l06.check_dropout(lambda x, p, t: _dropout(x, p, True)) is False          # dropping in evaluation too
+    fixed = torch.Generator().manual_seed(0)
+    assert l06.check_dropout(lambda x, p, t: x * (torch.rand(x.shape, generator=fixed.manual_seed(0)) >= p)
+                             / (1 - p) if t else x) is False                     # the same mask every call
+    assert "same mask" in capsys.readouterr().out
+    assert l06.check_dropout(lambda x, p, t: _dropout(x, p / 2, t)) is False
+    assert l06.check_dropout(lambda x, p, t: F.dropout(x, p, t)) is False
+    assert "calls the library" in capsys.readouterr().out
+    assert l06.check_dropout(lambda x, p, t: nn.Dropout(p).train(t)(x)) is False
+    assert "calls the library" in capsys.readouterr().out
+    state = torch.random.get_rng_state()
+    assert l06.check_dropout(_not_implemented) is False
+    assert torch.equal(state, torch.random.get_rng_state())
 
 
 def test_check_pre_norm(capsys):
-    assert l06.check_pre_norm(lambda x, sub, norm: x + sub(norm(x))) is True
-    assert l06.check_pre_norm(lambda x, sub, norm: norm(x + sub(x))) is False
-    assert "post-norm" in capsys.readouterr().out
-    assert l06.check_pre_norm(lambda x, sub, norm: norm(x) + sub(norm(x))) is False
-    assert l06.check_pre_norm(lambda x, sub, norm: sub(norm(x))) is False
+    assert l06.check_pre_norm(lambda x, sub, norm, drop: x + drop(sub(norm(x)))) is True
     capsys.readouterr()
+    assert l06.check_pre_norm(lambda x, sub, norm, drop: norm(x + drop(sub(x)))) is False
+    assert "post-norm" in capsys.readouterr().out
+    assert l06.check_pre_norm(lambda x, sub, norm, drop: drop(x + sub(norm(x)))) is False
+    assert "residual path" in capsys.readouterr().out
+    assert l06.check_pre_norm(lambda x, sub, norm, drop: x + sub(norm(x))) is False
+    assert "No dropout" in capsys.readouterr().out
+    assert l06.check_pre_norm(lambda x, sub, norm, drop: norm(x) + drop(sub(norm(x)))) is False
+    assert l06.check_pre_norm(lambda x, sub, norm, drop: drop(sub(norm(x)))) is False
+    capsys.readouterr()
+    residual = Residual(12, dropout=0.25, norm_first=True).double()
+
+    def library(x, sub, norm, drop):
+        residual.norm, residual.dropout = norm, drop
+        return residual(x, sub)
+
+    assert l06.check_pre_norm(library) is False
+    assert "library's Residual" in capsys.readouterr().out
+    assert Residual.forward.__name__ == "forward"
+    state = torch.random.get_rng_state()
+    assert l06.check_pre_norm(lambda x, sub, norm, drop: x + drop(sub(norm(x)))) is True
+    assert torch.equal(state, torch.random.get_rng_state())         # the check leaves the global RNG alone
     assert l06.check_pre_norm(_not_implemented) is False
     assert "Not attempted" in capsys.readouterr().out

@@ -16,7 +16,7 @@ from torch import nn
 from course_utils.layers import PositionwiseFeedForward, Residual
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_tensor, never_raises, passed
+from ..exercises import attempt, fail, is_tensor, never_raises, passed, watching
 from ..widgets import LessonWidget, slider
 
 # ------------------------------------------------------------------------------------------------- widget
@@ -93,104 +93,173 @@ def build_layernorm_widget(d: int = 512, seed: int = 0) -> LessonWidget:
 
 # ------------------------------------------------------------------------------------------------ exercises
 
-@never_raises
-def check_ffn(fn) -> bool:
-    """Exercise 1: ``fn(x, w1, b1, w2, b2)`` = GELU(x W₁ + b₁) W₂ + b₂, W₁ of shape (d_model, d_ff)."""
-    g = torch.Generator().manual_seed(11)
-    d_model, d_ff = 8, 32
-    ref = PositionwiseFeedForward(d_model, d_ff, activation="gelu").double()
-    with torch.no_grad():
-        for p in ref.parameters():
-            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.5)
-    x = torch.randn(2, 5, d_model, generator=g, dtype=torch.float64)
-    w1, b1 = ref.linear1.weight.detach().T, ref.linear1.bias.detach()       # (d_model, d_ff), (d_ff,)
-    w2, b2 = ref.linear2.weight.detach().T, ref.linear2.bias.detach()       # (d_ff, d_model), (d_model,)
-    with torch.no_grad():
-        want = ref(x)
-    ok, got = attempt(fn, x, w1, b1, w2, b2)
-    if not ok or not is_tensor(got, want.shape):
-        return False
-    if torch.allclose(got, want, atol=1e-10, rtol=0):
-        return passed("Correct: the same numbers as course_utils.PositionwiseFeedForward(activation='gelu').",
-                      "正确：与 course_utils.PositionwiseFeedForward(activation='gelu') 的结果一致。")
-    relu = F.relu(x @ w1 + b1) @ w2 + b2
-    if torch.allclose(got, relu, atol=1e-10, rtol=0):
-        return fail("That is the ReLU version: this exercise asks for GELU (F.gelu).",
-                    "这是 ReLU 版本：本题要求使用 GELU（F.gelu）。")
-    err = float((got - want).abs().max())
-    return fail(f"Max difference {err:.3g}: compute act(x @ W1 + b1) @ W2 + b2.",
-                f"最大差异为 {err:.3g}：应计算 act(x @ W1 + b1) @ W2 + b2。")
+# The library normalisations Exercise 1 asks the student to write without (nn.LayerNorm calls F.layer_norm).
+_LIBRARY_NORMS = [(F, "layer_norm"), (torch, "layer_norm"), (torch, "native_layer_norm"), (F, "group_norm"),
+                  (torch, "group_norm")]
 
 
-def seed_deck_layer_norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """What the original slide deck's "LayerNorm" computes (γ = 1, β = 0): (x − μ) / (s + ε) with the
-    *unbiased* standard deviation s (divides by d − 1) and ε *outside* the square root. Not LayerNorm."""
-    mean = x.mean(-1, keepdim=True)
-    s = x.std(-1, keepdim=True)                  # torch.std default: correction=1 (unbiased)
-    return (x - mean) / (s + eps)
-
-
-def _layer_norm_inputs() -> list[tuple[str, torch.Tensor]]:
+def _two_axes_inputs() -> list[tuple[str, str, torch.Tensor]]:
     g = torch.Generator().manual_seed(13)
     return [
-        ("realistic", 1.5 * torch.randn(3, 4, 16, generator=g, dtype=torch.float64) + 0.3),
-        ("small variance", 1e-3 * torch.randn(3, 4, 16, generator=g, dtype=torch.float64) + 2.0),
+        ("ordinary", "普通输入", 1.5 * torch.randn(3, 4, 6, generator=g, dtype=torch.float64) + 0.3),
+        ("small-variance", "方差很小的输入", 1e-3 * torch.randn(3, 4, 6, generator=g, dtype=torch.float64) + 2.0),
     ]
 
 
+def _per_position(x, gamma, beta, eps):
+    mu = x.mean(-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps) + beta
+
+
+def _std_version(x, gamma, beta, eps):
+    mu = x.mean(dim=(-2, -1), keepdim=True)
+    return gamma * (x - mu) / (x.std(dim=(-2, -1), keepdim=True) + 1e-6) + beta
+
+
 @never_raises
-def check_layer_norm(fn) -> bool:
-    """Exercise 2: ``fn(x, gamma, beta, eps)`` equals ``nn.LayerNorm`` in float64 within 1e-10."""
+def check_layer_norm_2d(fn) -> bool:
+    """Exercise 1: ``fn(x, gamma, beta, eps)`` normalises ``x (B, T, d)`` over its last TWO axes, like
+    ``nn.LayerNorm((T, d))``; ``gamma, beta`` have shape ``(T, d)``. Written out: no library normalisation."""
     g = torch.Generator().manual_seed(17)
-    d = 16
-    ref = nn.LayerNorm(d, eps=1e-5).double()
+    shape = (4, 6)
+    ref = nn.LayerNorm(shape, eps=1e-5).double()
     with torch.no_grad():
-        ref.weight.copy_(1 + 0.3 * torch.randn(d, generator=g, dtype=torch.float64))
-        ref.bias.copy_(0.2 * torch.randn(d, generator=g, dtype=torch.float64))
+        ref.weight.copy_(1 + 0.3 * torch.randn(shape, generator=g, dtype=torch.float64))
+        ref.bias.copy_(0.2 * torch.randn(shape, generator=g, dtype=torch.float64))
     gamma, beta = ref.weight.detach(), ref.bias.detach()
-    for name, x in _layer_norm_inputs():
+    for name, zh_name, x in _two_axes_inputs():
         with torch.no_grad():
             want = ref(x)
-        ok, got = attempt(fn, x, gamma, beta, 1e-5)
+        with watching(fn, _LIBRARY_NORMS) as calls:
+            ok, got = attempt(fn, x, gamma, beta, 1e-5)
         if not ok or not is_tensor(got, want.shape):
             return False
+        if calls:
+            return fail(f"Your function calls the library ({calls[0]}): the point is to write the statistics "
+                        "yourself — a mean and a biased variance over the last two axes, ε inside the root.",
+                        f"你的函数调用了库函数（{calls[0]}）：本题的目的是亲手写出统计量——沿最后两个维度求均值和"
+                        "有偏方差，ε 放在根号里面。")
+        got = got.detach()
         err = float((got - want).abs().max())
-        if err > 1e-10:
-            zh_name = {"realistic": "普通输入", "small variance": "方差很小的输入"}[name]
-            return fail(f"On the {name} input the max difference from nn.LayerNorm is {err:.3g}. Check: mean over "
-                        "the last dimension, biased variance (divide by d), ε inside the square root.",
-                        f"在{zh_name}上与 nn.LayerNorm 的最大差异为 {err:.3g}。请检查：沿最后一个维度求均值；"
-                        "方差是有偏的（除以 d）；ε 放在根号里面。")
-    return passed("Correct: equal to nn.LayerNorm within 1e-10 in float64, also when the variance is tiny.",
-                  "正确：在 float64 下与 nn.LayerNorm 相差不超过 1e-10，方差很小时也一样。")
+        if err <= 1e-10:
+            continue
+        if torch.allclose(got, _per_position(x, gamma, beta, 1e-5), atol=1e-10, rtol=0):
+            return fail("You normalised each position on its own (the last axis only). Here the statistics "
+                        "are taken over the last two axes at once: mean over dim=(-2, -1).",
+                        "你对每个位置单独做了归一化（只沿最后一个维度）。本题要求同时在最后两个维度上计算统计量："
+                        "对 dim=(-2, -1) 求均值。")
+        if torch.allclose(got, _std_version(x, gamma, beta, 1e-5), atol=1e-10, rtol=0):
+            return fail(f"On the {name} input this is the torch.std version of section 4 (unbiased, ε outside the "
+                        f"root): max difference {err:.3g} from nn.LayerNorm.",
+                        f"在{zh_name}上，这就是第 4 节的 torch.std 版本（无偏方差，ε 在根号外）："
+                        f"与 nn.LayerNorm 的最大差异为 {err:.3g}。")
+        return fail(f"On the {name} input the max difference from nn.LayerNorm((T, d)) is {err:.3g}. Check: "
+                    "statistics over the last two axes, biased variance, ε inside the square root, γ and β of "
+                    "shape (T, d).",
+                    f"在{zh_name}上与 nn.LayerNorm((T, d)) 的最大差异为 {err:.3g}。请检查：统计量沿最后两个维度；"
+                    "方差是有偏的；ε 放在根号里面；γ、β 的形状为 (T, d)。")
+    return passed("Correct: equal to nn.LayerNorm((T, d)) within 1e-10, also when the variance is tiny.",
+                  "正确：与 nn.LayerNorm((T, d)) 相差不超过 1e-10，方差很小时也一样。")
+
+
+_LIBRARY_DROPOUT = [(F, "dropout"), (torch, "dropout"), (torch, "native_dropout")]
+
+
+@never_raises
+def check_dropout(fn) -> bool:
+    """Exercise 2: ``fn(x, p, training)`` is inverted dropout: in training each element is 0 with probability p,
+    else x / (1 − p); outside training, x itself. Written out: no F.dropout / nn.Dropout."""
+    g = torch.Generator().manual_seed(23)
+    x = torch.randn(400, 250, generator=g) + 3.0                  # no zeros of its own: a 0 means "dropped"
+    p = 0.3
+    with watching(fn, _LIBRARY_DROPOUT) as calls:
+        ok, y = attempt(fn, x, p, True)
+        if ok:
+            ok, y_again = attempt(fn, x, p, True)
+    if not ok or not is_tensor(y, x.shape):
+        return False
+    if calls:
+        return fail(f"Your function calls the library ({calls[0]}): write the mask yourself (torch.rand or "
+                    "torch.bernoulli) and the rescaling by 1/(1 − p).",
+                    f"你的函数调用了库函数（{calls[0]}）：请自己生成掩码（torch.rand 或 torch.bernoulli），"
+                    "并自己乘上 1/(1 − p)。")
+    kept = y != 0
+    frac = 1.0 - float(kept.float().mean())
+    if abs(frac - p) > 0.01:
+        return fail(f"In training {frac:.3f} of the elements are zero; with p = {p} it should be about {p}.",
+                    f"训练模式下有 {frac:.3f} 的元素为 0；p = {p} 时应约为 {p}。")
+    if torch.allclose(y[kept], x[kept]):
+        return fail("The kept values are x itself: without the factor 1/(1 − p) the expected value shrinks to "
+                    "(1 − p)·x in training, and the next layer sees larger inputs at evaluation than it learned on.",
+                    "保留下来的值就是 x 本身：没有乘 1/(1 − p)，训练时的期望值缩小为 (1 − p)·x，"
+                    "到了评估时下一层看到的输入就比训练时大。")
+    if not torch.allclose(y[kept], x[kept] / (1 - p)):
+        return fail("The kept values should be exactly x / (1 − p).", "保留下来的值应该恰好是 x / (1 − p)。")
+    if torch.equal(y, y_again):
+        return fail("Two calls in training gave the same mask: draw a new random mask every call.",
+                    "训练模式下两次调用得到了同一个掩码：每次调用都要重新随机生成掩码。")
+    ok, y_eval = attempt(fn, x, p, False)
+    if not ok or not is_tensor(y_eval, x.shape):
+        return False
+    if not torch.equal(y_eval, x):
+        return fail("Outside training dropout must return x unchanged (inverted dropout already rescaled in "
+                    "training, so there is nothing to do at evaluation).",
+                    "非训练模式下 dropout 必须原样返回 x（倒置 dropout 已在训练时做过缩放，评估时什么都不用做）。")
+    return passed(f"Correct: {frac:.3f} of the elements dropped, the rest scaled by 1/(1 − p), identity in "
+                  "evaluation: the expected value is unchanged.",
+                  f"正确：{frac:.3f} 的元素被丢弃，其余乘以 1/(1 − p)，评估时原样输出：期望值保持不变。")
 
 
 @never_raises
 def check_pre_norm(fn) -> bool:
-    """Exercise 3: ``fn(x, sublayer, norm)`` = x + sublayer(norm(x)) (pre-norm residual, no dropout)."""
+    """Exercise 3: ``fn(x, sublayer, norm, dropout)`` = x + dropout(sublayer(norm(x))): the pre-norm residual
+    sublayer with residual dropout, compared with ``course_utils.Residual(norm_first=True)`` in training mode."""
     g = torch.Generator().manual_seed(19)
     d = 12
-    ref = Residual(d, dropout=0.0, norm_first=True).double()
+    with torch.random.fork_rng(devices=[]):    # building the modules draws their initial weights: not from ours
+        torch.manual_seed(19)
+        ref = Residual(d, dropout=0.25, norm_first=True).double().train()
+        ffn = PositionwiseFeedForward(d, 4 * d).double()
     with torch.no_grad():
         ref.norm.weight.copy_(1 + 0.5 * torch.randn(d, generator=g, dtype=torch.float64))
         ref.norm.bias.copy_(0.5 * torch.randn(d, generator=g, dtype=torch.float64))
-    ffn = PositionwiseFeedForward(d, 4 * d).double()
     x = 2.0 * torch.randn(2, 3, d, generator=g, dtype=torch.float64) + 1.0
+
+    def same_draws(f):                         # the same random state for every candidate; global RNG restored
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(29)
+            return f()
+
     with torch.no_grad():
-        want = ref(x, ffn)
-        post = ref.norm(x + ffn(x))
-    ok, got = attempt(fn, x, ffn, ref.norm)
+        want = same_draws(lambda: ref(x, ffn))
+        post = same_draws(lambda: ref.norm(x + ref.dropout(ffn(x))))
+        whole = same_draws(lambda: ref.dropout(x + ffn(ref.norm(x))))
+    with watching(fn, [(Residual, "forward")]) as calls:
+        ok, got = attempt(same_draws, lambda: fn(x, ffn, ref.norm, ref.dropout))
     if not ok or not is_tensor(got, want.shape):
         return False
-    if torch.allclose(got, want, atol=1e-10, rtol=0):
-        return passed("Correct: x + Sublayer(LayerNorm(x)), the same as course_utils.Residual(norm_first=True).",
-                      "正确：x + Sublayer(LayerNorm(x))，与 course_utils.Residual(norm_first=True) 一致。")
+    if calls:
+        return fail("Your function calls the library's Residual: write the one line yourself.",
+                    "你的函数调用了库里的 Residual：请自己写出这一行。")
     if torch.allclose(got, post, atol=1e-10, rtol=0):
-        return fail("That is post-norm, LayerNorm(x + Sublayer(x)): normalise the sublayer's *input* instead.",
-                    "这是后置归一化 LayerNorm(x + Sublayer(x))：应该对子层的输入做归一化。")
-    return fail("Not x + sublayer(norm(x)): the residual path must carry x itself, unnormalised.",
-                "结果不是 x + sublayer(norm(x))：残差路径上传递的应是未经归一化的 x 本身。")
+        return fail("That is post-norm, LayerNorm(x + Dropout(Sublayer(x))): normalise the sublayer's *input* "
+                    "instead.",
+                    "这是后置归一化 LayerNorm(x + Dropout(Sublayer(x)))：应该对子层的输入做归一化。")
+    if torch.allclose(got, whole, atol=1e-10, rtol=0):
+        return fail("Dropout is applied to x as well: only the sublayer's contribution is dropped, the residual "
+                    "path carries x untouched.",
+                    "dropout 也作用在了 x 上：只有子层加上去的那一部分才做 dropout，残差通路上的 x 必须原样传递。")
+    if not torch.allclose(got, want, atol=1e-10, rtol=0):
+        with torch.no_grad():
+            no_drop = x + ffn(ref.norm(x))
+        if torch.allclose(got, no_drop, atol=1e-10, rtol=0):
+            return fail("No dropout: the module `dropout` is passed in; apply it to the sublayer's output.",
+                        "没有做 dropout：参数 `dropout` 是一个模块，请把它作用在子层的输出上。")
+        return fail("Not x + dropout(sublayer(norm(x))): the residual path must carry x itself, unnormalised.",
+                    "结果不是 x + dropout(sublayer(norm(x)))：残差通路上传递的应是未经归一化的 x 本身。")
+    return passed("Correct: x + Dropout(Sublayer(LayerNorm(x))), the same as course_utils.Residual(norm_first=True).",
+                  "正确：x + Dropout(Sublayer(LayerNorm(x)))，与 course_utils.Residual(norm_first=True) 一致。")
 
 
-__all__ = ["demo_vector", "layer_norm_stats", "build_layernorm_widget", "check_ffn", "seed_deck_layer_norm",
-           "check_layer_norm", "check_pre_norm"]
+__all__ = ["demo_vector", "layer_norm_stats", "build_layernorm_widget", "check_layer_norm_2d", "check_dropout",
+           "check_pre_norm"]
