@@ -7,8 +7,10 @@ Sinusoidal encoding (Vaswani et al., 2017, §3.5)::
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
 
-The frequencies 1/10000^(2i/d) are computed as exp(−(2i/d)·ln 10000): one exp of a small number instead of a
-power of a large base, which is how it is done in float32 without overflow or precision loss.
+The table is computed in float64 and cast to ``dtype`` at the end, so its only error is that dtype's rounding.
+The frequencies 1/10000^(2i/d) are written as exp(−(2i/d)·ln 10000): in float64 and float32 both forms are
+equally accurate (lesson 02's appendix measures it; in float16 the power is even the more accurate one), but the
+exp form never forms base^(2i/d), which overflows float16 for a large base such as Llama 3's 500000.
 """
 
 from __future__ import annotations

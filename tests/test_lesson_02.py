@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -99,21 +100,77 @@ def test_explorer_rejects_impossible_settings_in_chinese():
         l02.render_pe_explorer(8, l02.N_POSITIONS, 0, lang="en")
 
 
-def test_check_wavelengths():
+def test_check_wavelengths(capsys):
     assert l02.check_wavelengths(references.wavelengths)
+    assert l02.check_wavelengths(lambda d: 2 * math.pi * 10000 ** (torch.arange(0, d, 2) / d))
     assert not l02.check_wavelengths(lambda d: 1 / l02.inv_freq_exp(d, torch.float64))         # forgot 2π
     assert not l02.check_wavelengths(lambda d: 2 * math.pi * 10000 ** (torch.arange(d // 2) / d))  # i, not 2i
     assert not l02.check_wavelengths(_raises)
+    capsys.readouterr()
+    for name in ("inv_freq_exp", "inv_freq_pow"):
+        assert not l02.check_wavelengths(lambda d, name=name: 2 * math.pi / getattr(l02, name)(d, torch.float64))
+        assert f"calls l02.{name}" in capsys.readouterr().out
+    assert l02.inv_freq_exp.__module__ == l02.__name__                  # the watch was taken off again
 
 
-def test_check_shift_back():
+def _positional_table(max_len, d_model):
+    """The lesson's own table, as a student would copy it (not course_utils: the check cannot see it called)."""
+    angles = torch.arange(max_len, dtype=torch.float64)[:, None] / 10000 ** (
+        torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(1)
+
+
+def test_check_shift_back(capsys):
     assert l02.check_shift_back(references.shift_back)
+    assert l02.check_shift_back(lambda row, k: l02.shift_matrix(-k, row.shape[-1]) @ row)   # M_{-k} = M_kᵀ
     assert not l02.check_shift_back(lambda row, k: l02.shift_matrix(k, row.shape[-1]) @ row)   # went forward
     assert not l02.check_shift_back(_raises)
+    capsys.readouterr()
+
+    def lookup_in(table_fn):
+        def shift_back(row, k):
+            table = table_fn(200, row.shape[-1])
+            return table[int((table @ row).argmax()) - k]
+        return shift_back
+
+    assert not l02.check_shift_back(lookup_in(lambda n, d: sinusoidal_encoding(n, d, dtype=torch.float64)))
+    assert "builds the positional table" in capsys.readouterr().out
+    assert not l02.check_shift_back(lookup_in(_positional_table))               # unseen, but fails on 2.5·PE
+    assert "a row of the table" in capsys.readouterr().out
 
 
-def test_check_pe_dot():
-    assert l02.check_pe_dot(references.pe_dot)
-    assert not l02.check_pe_dot(lambda k, d: torch.sin(k * l02.inv_freq_exp(d, torch.float64)).sum().item())
-    assert not l02.check_pe_dot(lambda k, d: "about 30")
-    assert not l02.check_pe_dot(_raises)
+def _rotate_loop(x, k):
+    d, out = x.shape[-1], x.clone()
+    for i in range(d // 2):
+        c, s = math.cos(k * 10000 ** (-2 * i / d)), math.sin(k * 10000 ** (-2 * i / d))
+        out[..., 2 * i], out[..., 2 * i + 1] = c * x[..., 2 * i] + s * x[..., 2 * i + 1], \
+            -s * x[..., 2 * i] + c * x[..., 2 * i + 1]
+    return out
+
+
+def test_check_rotate(capsys):
+    def rotate(x, k):
+        angle = k * l02.inv_freq_exp(x.shape[-1], torch.float64)
+        even, odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack([even * angle.cos() + odd * angle.sin(), odd * angle.cos() - even * angle.sin()],
+                           -1).flatten(-2)
+
+    for (x, k), d in l02._rotate_cases():                   # the truth used by the check is M_k x
+        torch.testing.assert_close(rotate(x, k), x @ l02.shift_matrix(k, d).T)
+    assert l02.check_rotate(rotate) and l02.check_rotate(references.rotate)
+    assert l02.check_rotate(_rotate_loop)
+    out = capsys.readouterr().out
+    values = re.findall(r"-?\d+\.\d{4}", out.split("RoPE property")[1])
+    assert len(values) == 3 and len(set(values)) == 1, out              # only the offset counts
+    assert not l02.check_rotate(lambda x, k: rotate(x, -k))
+    assert "rotated by −k" in capsys.readouterr().out
+    assert not l02.check_rotate(l02._rotate_half)
+    assert "i + d/2" in capsys.readouterr().out
+    assert not l02.check_rotate(lambda x, k: rotate(x, k).float()[..., :-1])
+    assert "expected shape" in capsys.readouterr().out
+    for shortcut in (lambda x, k: x @ l02.shift_matrix(k, x.shape[-1]).T,
+                     lambda x, k: torch.einsum("ij,...j->...i", torch.block_diag(
+                         *[torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=x.dtype)] * (x.shape[-1] // 2)), x)):
+        assert not l02.check_rotate(shortcut)
+        assert "builds the d × d matrix" in capsys.readouterr().out
+    assert not l02.check_rotate(_raises)

@@ -6,11 +6,13 @@
   :func:`precision_comparison` measures both against float64 (the lesson reports what it measures).
 * :func:`shift_matrix` — M_k, block-diagonal 2×2 rotations by k·ω_i: PE(pos + k) = M_k PE(pos) for every pos.
 * :func:`build_pe_explorer` — d_model, position and dimension sliders over the heatmap, one column, one row.
+* checks of the exercises: wavelengths, shifting back by M_kᵀ, rotating pairs without M_k (RoPE's kernel).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from functools import partial
 
@@ -20,7 +22,7 @@ import torch
 from course_utils.positional import sinusoidal_encoding
 
 from .. import i18n, viz
-from ..exercises import never_raises, run_check, tensor_problem
+from ..exercises import attempt, fail, never_raises, passed, report, run_check, tensor_problem, watching
 
 BASE = 10000.0
 
@@ -155,30 +157,127 @@ def build_pe_explorer(lang: str | None = None):
 # --- exercises ----------------------------------------------------------------------------------------------
 
 
-# Answers may be tensors or plain numbers (exercise 3 returns a float).
+# Answers may be tensors or plain numbers.
 _compare = partial(tensor_problem, atol=1e-4, rtol=1e-4, numbers=True)
+
+
+def _this_module():
+    return sys.modules[__name__]
 
 
 @never_raises
 def check_wavelengths(fn: Callable, lang: str | None = None) -> bool:
-    """Exercise 1: ``wavelengths(d_model)`` has d_model/2 entries, from 2π up to almost 2π·10000."""
+    """Exercise 1: ``wavelengths(d_model)`` has d_model/2 entries, from 2π up to almost 2π·10000.
+
+    Calling this module's ``inv_freq_exp`` / ``inv_freq_pow`` (the appendix's frequencies) is the shortcut.
+    """
     cases = [((d,), 2 * math.pi / inv_freq_exp(d, torch.float64)) for d in (4, 16, 128)]   # λ_i = 2π / ω_i
+    with watching(fn, [(_this_module(), "inv_freq_exp"), (_this_module(), "inv_freq_pow")]) as calls:
+        ok, _ = attempt(fn, 16)
+    if not ok:
+        return False
+    if calls:
+        return fail(f"Your function calls l02.{calls[0]}, the lesson's own frequencies: write ω_i from the formula "
+                    "(ω_i = 1 / 10000^(2i/d_model), 2i = 0, 2, 4, ...) and turn it into a wavelength.",
+                    f"你的函数调用了 l02.{calls[0]}，也就是课程自己算好的频率：请从公式写出 ω_i"
+                    "（ω_i = 1 / 10000^(2i/d_model)，2i = 0, 2, 4, ...），再换算成波长。", lang)
     return run_check(fn, cases, _compare, lang)
+
+
+def _table_lookups() -> list:
+    import course_utils
+    import course_utils.positional
+
+    return [(course_utils, "sinusoidal_encoding"), (course_utils.positional, "sinusoidal_encoding")]
 
 
 @never_raises
 def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
-    """Exercise 2: ``shift_back(pe_row, k)`` returns PE(pos − k) computed from PE(pos) alone."""
+    """Exercise 2: ``shift_back(v, k)`` returns PE(pos − k) from v = PE(pos) alone, and 2.5·PE(pos − k) from
+    2.5·PE(pos): it rotates whatever it is given (M_k is linear). Finding pos in a table and returning the row
+    pos − k is the shortcut; it fails on the scaled row, and calling course_utils' table is named."""
     pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
     cases = [((pe[pos].clone(), k), pe[pos - k]) for pos, k in ((10, 3), (40, 25), (63, 63), (7, 0))]
+    cases.append(((2.5 * pe[30], 12), 2.5 * pe[18]))
+    with watching(fn, _table_lookups()) as calls:
+        ok, got = attempt(fn, 2.5 * pe[30], 12)
+    if not ok:
+        return False
+    if calls:
+        return fail("Your function builds the positional table (sinusoidal_encoding) to find the position and "
+                    "read another row: the exercise asks for the rotation M_kᵀ, which needs no table and works on "
+                    "any vector, a scaled row, or a query rotated by RoPE.",
+                    "你的函数先建了位置编码表（sinusoidal_encoding），找出位置再读另一行：本题要的是旋转 M_kᵀ，"
+                    "它不需要表，对任何向量都成立，无论是放大后的行，还是 RoPE 里被旋转的查询向量。", lang)
+    if isinstance(got, torch.Tensor) and got.shape == pe[18].shape and torch.allclose(
+            got.detach().double(), pe[18], atol=1e-4):
+        return fail("Given 2.5·PE(30) and k = 12 you returned PE(18), a row of the table: a shift is a rotation, "
+                    "a linear map, so it must return 2.5·PE(18). Rotate the vector you are given.",
+                    "输入 2.5·PE(30) 和 k = 12 时，你返回的是表里的一行 PE(18)：平移是旋转，是线性变换，应该返回 "
+                    "2.5·PE(18)。请对给你的向量做旋转。", lang)
     return run_check(fn, cases, _compare, lang)
+
+
+def _rotate_cases():
+    g = torch.Generator().manual_seed(3)
+    return [((torch.randn(16, generator=g, dtype=torch.float64), 7), 16),
+            ((torch.randn(3, 5, 16, generator=g, dtype=torch.float64), 1), 16),
+            ((torch.randn(2, 64, generator=g, dtype=torch.float64), -3), 64),
+            ((torch.randn(4, 8, generator=g, dtype=torch.float64), 0), 8),
+            ((torch.randn(32, generator=g, dtype=torch.float64), 1000), 32)]
+
+
+def _rotate_half(x: torch.Tensor, k: int) -> torch.Tensor:
+    """M_k for the *concatenated* layout [sin..., cos...]: dimension i paired with i + d/2 (GPT-NeoX style)."""
+    half = x.shape[-1] // 2
+    angle = k * inv_freq_exp(x.shape[-1], torch.float64)
+    c, s = torch.cos(angle), torch.sin(angle)
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat([c * a + s * b, -s * a + c * b], dim=-1)
 
 
 @never_raises
-def check_pe_dot(fn: Callable, lang: str | None = None) -> bool:
-    """Exercise 3: ``pe_dot(k, d_model)`` in closed form equals the measured dot products."""
-    cases = []
-    for k, d in ((0, 16), (1, 16), (5, 64), (30, 64)):
-        pe = sinusoidal_encoding(k + 12, d, dtype=torch.float64)
-        cases.append(((k, d), float(pe[11] @ pe[11 + k])))
-    return run_check(fn, cases, _compare, lang)
+def check_rotate(fn: Callable, lang: str | None = None) -> bool:
+    """Exercise 3: ``rotate(x, k)`` = M_k x on the last dimension of any ``(..., d)`` tensor, pair by pair in O(d),
+    without building the d × d matrix (``shift_matrix`` or ``torch.block_diag``: the shortcut).
+
+    On success it shows the property RoPE is built on: rotate(q, p) · rotate(key, p + 3) is the same for every p.
+    """
+    cases = [(args, torch.einsum("ij,...j->...i", shift_matrix(args[1], d), args[0])) for args, d in _rotate_cases()]
+    for (x, k), want in cases:
+        with watching(fn, [(torch, "block_diag"), (_this_module(), "shift_matrix")]) as calls:
+            ok, got = attempt(fn, x.clone(), k)
+        if not ok:
+            return False
+        if calls:
+            return fail("Your function builds the d × d matrix M_k (block_diag / shift_matrix): d² numbers, almost all "
+                        "zero, for a map that needs 2 multiplications per entry. Rotate the pairs directly: "
+                        "even = x[..., 0::2], odd = x[..., 1::2]. That is how RoPE rotates every query and key.",
+                        "你的函数构造了 d × d 的矩阵 M_k（block_diag / shift_matrix）：d² 个数，几乎全是 0，而这个变换"
+                        "每个元素只需要 2 次乘法。请直接旋转每一对：even = x[..., 0::2]，odd = x[..., 1::2]。RoPE 就是"
+                        "这样旋转每一个查询和键的。", lang)
+        problem = tensor_problem(got, want, atol=1e-8, rtol=1e-6)
+        if problem is None:
+            continue
+        if isinstance(got, torch.Tensor) and got.shape == want.shape and k != 0:
+            got = got.detach().double()
+            if torch.allclose(got, torch.einsum("ij,...j->...i", shift_matrix(-k, x.shape[-1]), x), atol=1e-6):
+                return fail("You rotated by −k: your answer is M_{-k} x, i.e. PE(pos − k) for x = PE(pos). "
+                            "Check the signs: the new sine is s·cos(kω) + c·sin(kω).",
+                            "你转反了方向：你的结果是 M_{-k} x，对 x = PE(pos) 来说得到的是 PE(pos − k)。检查一下"
+                            "符号：新的正弦分量是 s·cos(kω) + c·sin(kω)。", lang)
+            if torch.allclose(got, _rotate_half(x, k), atol=1e-6):
+                return fail("You paired dimension i with i + d/2 (the concatenated layout some RoPE code uses). The "
+                            "table of this course interleaves: the pairs are (0, 1), (2, 3), ...",
+                            "你把第 i 维和第 i + d/2 维配成了一对（有些 RoPE 代码用这种拼接布局）。本课程的表是交错排列"
+                            "的：配对是 (0, 1)、(2, 3)……", lang)
+        return report(problem, f"Not yet, for x of shape {tuple(x.shape)} and k = {k}",
+                      f"还不对，x 形状为 {tuple(x.shape)}、k = {k} 时", lang)
+    g = torch.Generator().manual_seed(4)
+    q, key = torch.randn(2, 16, generator=g, dtype=torch.float64)
+    scores = [float(fn(q, p) @ fn(key, p + 3)) for p in (0, 10, 50)]
+    en, zh = ", ".join(f"{v:.4f}" for v in scores), "、".join(f"{v:.4f}" for v in scores)
+    return passed(f"Correct, in O(d) per vector. And the RoPE property: rotate(q, p) · rotate(key, p + 3) = {en} "
+                  "for p = 0, 10, 50: only the offset 3 counts.",
+                  "正确，每个向量只需 O(d) 次运算。再看 RoPE 的性质：p = 0、10、50 时 "
+                  f"rotate(q, p) · rotate(key, p + 3) 分别为 {zh}：只有相对距离 3 起作用。", lang)
