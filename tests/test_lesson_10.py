@@ -280,3 +280,12 @@ def test_check_smoothed_targets(capsys):
     assert "AttributeError" in capsys.readouterr().out
     q = l10.smoothed_targets(torch.tensor([5, 0]), 19, 0.1, 0)
     assert math.isclose(float(q[0, 5]), 0.9 + 0.1 / 19, rel_tol=1e-6) and float(q[1].sum()) == 0.0
+
+
+def test_check_encode_without_positions_runs_the_anagram_experiment(capsys):
+    model, src_tok, tgt_tok = l10.checks._tiny_model()
+    assert l10.check_encode_without_positions(l10.encode_without_positions, model, src_tok, tgt_tok) is True
+    out = capsys.readouterr().out
+    assert "one translation for both" in out          # 1,200 and 2,100: same memory rows, same output
+    assert l10.check_encode_without_positions(lambda m, s: m.encode(s)[0]) is False
+    assert "positional encoding" in capsys.readouterr().out

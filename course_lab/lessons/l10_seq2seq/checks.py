@@ -6,11 +6,16 @@ always runs to the end. The lesson module re-exports them: the notebook calls ``
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import torch.nn.functional as F
 
+from course_utils.masks import padding_mask
+
 from ...exercises import attempt, fail, is_tensor, never_raises, passed
-from . import TARGET_CHARS
+from ..l07_encoder_decoder.checks import _has_loop
+from . import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
 
@@ -35,6 +40,10 @@ def _label_batch(seed: int = 10) -> torch.Tensor:
 def check_shift_right(fn) -> bool:
     """Exercise 1: ``fn(tgt_out, bos_id, eos_id, pad_id)`` = the teacher-forcing decoder input."""
     tgt_out = _label_batch()
+    if _has_loop(fn):
+        return fail("Your function loops in Python: the exercise asks for tensor operations (a shift and a mask), "
+                    "which run on the whole batch at once, on any device.",
+                    "你的函数用了 Python 循环：这道练习要求用张量运算（一次平移加一个掩码），一次处理整个批次，在任何设备上都能跑。")
     ok, got = attempt(fn, tgt_out.clone(), 2, 3, 0)
     if not ok or not is_tensor(got, tgt_out.shape, "tgt_in (the shape of tgt_out)", "tgt_in（与 tgt_out 形状相同）"):
         return False
@@ -150,3 +159,104 @@ def check_smoothed_targets(fn) -> bool:
                     "每个保留下来的行都必须是一个概率分布（总和为 1）。")
     return fail("Wrong values: put 1 − ε + ε/V on the target id and ε/V on every other id.",
                 "数值不对：目标 id 上应为 1 − ε + ε/V，其余每个 id 上为 ε/V。")
+
+
+# --- exercise 4: the encoder without positions (an experiment)
+
+ANAGRAMS = (1_200, 2_100)        # "one thousand, two hundred" and "two thousand, one hundred": the same five words
+
+
+def encode_without_positions(model, src: torch.Tensor) -> torch.Tensor:
+    """Reference: the encoder output ``(B, S, C)`` of ``model.encode`` with the source positional encoding left out."""
+    return model.encoder(model.src_embed(src), padding_mask(src, model.pad_id))
+
+
+def _tiny_model():
+    from course_utils.models import Transformer
+
+    src_tok, tgt_tok = make_tokenizers()
+    torch.manual_seed(10)
+    model = Transformer(src_tok.vocab_size, tgt_tok.vocab_size, d_model=16, n_heads=2, n_encoder_layers=1,
+                        n_decoder_layers=1, d_ff=32, dropout=0.0, max_len=32, pad_id=src_tok.pad_id).eval()
+    return model, src_tok, tgt_tok
+
+
+@torch.no_grad()
+def _greedy_from_memory(model, memory, src_mask, bos_id, eos_id, max_len=16) -> list[int]:
+    ys = torch.full((1, 1), bos_id, device=memory.device)
+    for _ in range(max_len):
+        token = model.decode(ys, memory, src_mask)[:, -1].argmax(dim=-1, keepdim=True)     # (1, 1)
+        if token.item() == eos_id:
+            break
+        ys = torch.cat([ys, token], dim=1)
+    return ys[0, 1:].tolist()
+
+
+@never_raises
+def check_encode_without_positions(fn, model=None, src_tok=None, tgt_tok=None) -> bool:
+    """Exercise 4: ``fn(model, src (B, S)) -> memory (B, S, C)``, the encoder without the positional encoding.
+
+    Judged on a small fresh model; once right, the experiment runs on ``model`` (the notebook's trained one, on a
+    copy): 1,200 and 2,100 have the same words in another order, and without positions they get one translation.
+    """
+    tiny, tiny_src_tok, _ = _tiny_model()
+    src = tiny_src_tok.encode_batch([source_text(n) for n in (*ANAGRAMS, 45_678)])          # (3, S)
+    with torch.no_grad():
+        with_positions = tiny.encode(src)[0]
+        want = encode_without_positions(tiny, src)
+        no_mask = tiny.encoder(tiny.src_embed(src), None)
+    pos_module = tiny.src_pos
+    with torch.no_grad():
+        ok, got = attempt(fn, tiny, src.clone())
+    if not ok:
+        return False
+    with torch.no_grad():
+        changed = tiny.src_pos is not pos_module or not torch.allclose(tiny.encode(src)[0], with_positions)
+    if changed:
+        return fail("Your function changed the model itself (its src_pos). Every later cell, and the widget, use "
+                    "the trained model: leave it as it is and build the encoder input yourself, from "
+                    "model.src_embed and model.encoder.",
+                    "你的函数改动了模型本身（它的 src_pos）。后面的每个单元格和交互控件都要用这个训练好的模型："
+                    "不要改动它，自己用 model.src_embed 和 model.encoder 搭出编码器的输入。")
+    if not is_tensor(got, tuple(want.shape), "memory (B, S, C)", "编码器输出 (B, S, C)"):
+        return False
+    got = got.detach().float()
+    if torch.allclose(got, with_positions, atol=1e-5):
+        return fail("That is model.encode: it adds the positional encoding, which is exactly what this experiment "
+                    "leaves out. Embed, then run model.encoder.",
+                    "这就是 model.encode：它加上了位置编码，而这个实验恰恰要把位置编码去掉。先做嵌入，再运行 model.encoder。")
+    real = (src != tiny.pad_id)[..., None]
+    if torch.allclose(got * real, no_mask * real, atol=1e-5) and not torch.allclose(got, want, atol=1e-5):
+        return fail("The encoder needs the source padding mask (padding_mask(src, model.pad_id)): without it the "
+                    "shorter sentences attend to their <pad> tokens.",
+                    "编码器需要源语言的填充掩码（padding_mask(src, model.pad_id)）：没有它，较短的句子会关注自己的 <pad>。")
+    if not torch.allclose(got, want, atol=1e-5):
+        return fail("Not the encoder output without positions: model.encoder(model.src_embed(src), mask).",
+                    "结果不是去掉位置编码后的编码器输出：应为 model.encoder(model.src_embed(src), mask)。")
+    passed("Correct: the encoder without positions.", "正确：这就是没有位置编码的编码器。")
+    _anagram_experiment(fn, *(copy.deepcopy(model), src_tok, tgt_tok) if model is not None else _tiny_model())
+    return True
+
+
+@torch.no_grad()
+def _anagram_experiment(fn, model, src_tok, tgt_tok) -> None:
+    """1,200 and 2,100 through ``fn``: the memory rows are the same set, so the greedy translations are equal."""
+    model.eval()
+    device = next(model.parameters()).device
+    outputs = {}
+    for n in ANAGRAMS:
+        ids = src_tok.encode(source_text(n))
+        src = torch.tensor([ids], device=device)                                            # (1, S)
+        memory = fn(model, src)                                                             # (1, S, C)
+        order = torch.tensor(sorted(range(len(ids)), key=ids.__getitem__), device=device)   # rows by token id
+        outputs[n] = (memory[0, order], tgt_tok.decode(
+            _greedy_from_memory(model, memory, padding_mask(src, model.pad_id), tgt_tok.bos_id, tgt_tok.eos_id)))
+    (m1, t1), (m2, t2) = outputs[ANAGRAMS[0]], outputs[ANAGRAMS[1]]
+    same = torch.allclose(m1, m2, atol=1e-5)
+    for n in ANAGRAMS:
+        print(f"   {n:>6,}  {source_text(n):<28} → {outputs[n][1]}")
+    if same and t1 == t2:
+        passed("Without positions the encoder gives 1,200 and 2,100 the same vectors, only in another order, and "
+               "cross-attention cannot see order: one translation for both, whatever the training.",
+               "没有位置编码时，编码器给 1,200 和 2,100 的向量完全相同，只是顺序不同；而交叉注意力看不到顺序："
+               "两个数只能得到同一个译文，无论怎样训练。")
