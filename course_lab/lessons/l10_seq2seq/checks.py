@@ -43,7 +43,8 @@ def check_shift_right(fn) -> bool:
     if _has_loop(fn):
         return fail("Your function loops in Python: the exercise asks for tensor operations (a shift and a mask), "
                     "which run on the whole batch at once, on any device.",
-                    "你的函数用了 Python 循环：这道练习要求用张量运算（一次平移加一个掩码），一次处理整个批次，在任何设备上都能跑。")
+                    "你的函数用了 Python 循环：这道练习要求用张量运算（一次平移加一个掩码），"
+                    "一次处理整个批次，在任何设备上都能跑。")
     ok, got = attempt(fn, tgt_out.clone(), 2, 3, 0)
     if not ok or not is_tensor(got, tgt_out.shape, "tgt_in (the shape of tgt_out)", "tgt_in（与 tgt_out 形状相同）"):
         return False
@@ -224,12 +225,14 @@ def check_encode_without_positions(fn, model=None, src_tok=None, tgt_tok=None) -
     if torch.allclose(got, with_positions, atol=1e-5):
         return fail("That is model.encode: it adds the positional encoding, which is exactly what this experiment "
                     "leaves out. Embed, then run model.encoder.",
-                    "这就是 model.encode：它加上了位置编码，而这个实验恰恰要把位置编码去掉。先做嵌入，再运行 model.encoder。")
+                    "这就是 model.encode：它加上了位置编码，而这个实验恰恰要把位置编码去掉。"
+                    "先做嵌入，再运行 model.encoder。")
     real = (src != tiny.pad_id)[..., None]
     if torch.allclose(got * real, no_mask * real, atol=1e-5) and not torch.allclose(got, want, atol=1e-5):
         return fail("The encoder needs the source padding mask (padding_mask(src, model.pad_id)): without it the "
                     "shorter sentences attend to their <pad> tokens.",
-                    "编码器需要源语言的填充掩码（padding_mask(src, model.pad_id)）：没有它，较短的句子会关注自己的 <pad>。")
+                    "编码器需要源语言的填充掩码（padding_mask(src, model.pad_id)）："
+                    "没有它，较短的句子会关注自己的 <pad>。")
     if not torch.allclose(got, want, atol=1e-5):
         return fail("Not the encoder output without positions: model.encoder(model.src_embed(src), mask).",
                     "结果不是去掉位置编码后的编码器输出：应为 model.encoder(model.src_embed(src), mask)。")
