@@ -156,3 +156,24 @@ def test_merge_stats_is_the_tiling_update():
     m = torch.maximum(m1, m2)
     ell = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
     torch.testing.assert_close(torch.exp(s - m) / ell, torch.softmax(s, -1))
+
+
+def test_measured_figures_in_the_text_are_the_json_ones():
+    """The CPU speed figures the lesson quotes come from benchmarks/results/cpu/*.json, not from memory."""
+    text = (Path(__file__).resolve().parents[1] / "notebooks/source/14_going_fast.md").read_text()
+    attention = next(t for t in l14.load_benchmark_results() if t["device"] == "CPU")
+    slow = {r["T"]: r["written_ms"] / r["ours_ms"] for r in attention["mha"]}
+    assert f"{slow[512]:.1f}×, {slow[1024]:.1f}× and {slow[2048]:.1f}×" in text
+    assert f"{slow[128]:.1f}× slower at\nT = 128 and {slow[2048]:.1f}×" in text          # the speaker notes
+    gpt = next(t for t in l14.load_benchmark_results(key="rows") if t["device"] == "CPU")["rows"]
+    base = gpt[0]["tokens_per_s"]
+    ratios = [f"{r['tokens_per_s'] / base:.2f}×" for r in gpt[1:]]
+    assert f"bf16 runs at {ratios[0]} the float32 throughput" in text
+    assert f"`torch.compile` at {ratios[1]} ({ratios[2]} with both)" in text
+
+
+def test_exercises_have_a_heading_a_check_and_a_solution_each():
+    text = (Path(__file__).resolve().parents[1] / "notebooks/source/14_going_fast.md").read_text()
+    for n, check in enumerate(("check_cross_attention_flops", "check_gqa_cache_bytes", "check_merge_softmax_stats"), 1):
+        section = text.split(f"## Exercise {n} ·")[1].split("## Exercise")[0].split("## Summary")[0]
+        assert f"l14.{check}(" in section and section.count("<details>") == 2      # EN and ZH solution
