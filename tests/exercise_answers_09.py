@@ -14,6 +14,23 @@ def _majority(train_labels, eval_labels):
     return sum(y == constant for y in eval_labels) / len(eval_labels)
 
 
+def _early_stop(dev_losses, patience):
+    best, waited = 0, 0
+    for i, loss in enumerate(dev_losses):
+        if loss < dev_losses[best]:
+            best, waited = i, 0
+        elif i > 0:
+            waited += 1
+            if waited == patience:
+                return i, best
+    return len(dev_losses) - 1, best
+
+
+def _early_stop_one_late(dev_losses, patience):
+    stop, keep = _early_stop(dev_losses, patience + 1)              # waits one evaluation too many
+    return stop, keep
+
+
 def _overwrite_first(ids, cls_id):
     out = ids.clone()
     out[:, 0] = cls_id                                             # no new column: the first token is lost
@@ -32,6 +49,10 @@ L09 = [
            wrong=lambda train_labels, eval_labels: Counter(train_labels).most_common(1)[0][1] / len(train_labels),
            shortcut=lambda train_labels, eval_labels: _majority(eval_labels, eval_labels),  # peeks at the answers
            says="from the evaluation labels"),
+    Answer("check_early_stop", _early_stop, wrong=_early_stop_one_late,
+           shortcut=lambda dev_losses, patience: (len(dev_losses) - 1,                     # the best in hindsight
+                                                  min(range(len(dev_losses)), key=dev_losses.__getitem__)),
+           says="best point in hindsight"),
 ]
 
 ANSWERS = {"l09_classifier": L09}

@@ -291,13 +291,54 @@ def test_check_prepend_cls_wants_integer_ids(capsys):
     assert "torch.int64" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("check", [l09.check_max_pool, l09.check_prepend_cls, l09.check_majority_baseline])
+@pytest.mark.parametrize("check", [l09.check_max_pool, l09.check_prepend_cls, l09.check_majority_baseline,
+                                   l09.check_early_stop])
 def test_checks_never_raise(check, capsys):
     assert check(not_started) is False
     assert "Not attempted yet" in capsys.readouterr().out
     assert check(crashes) is False
     assert "boom" in capsys.readouterr().out
     assert check(lambda *a: "nonsense") is False
+
+
+def stop_good(losses, patience):
+    return l09.early_stop(losses, patience)
+
+
+def stop_in_hindsight(losses, patience):
+    return len(losses) - 1, min(range(len(losses)), key=losses.__getitem__)
+
+
+def stop_one_late(losses, patience):
+    return l09.early_stop(losses, patience + 1)
+
+
+def stop_swapped(losses, patience):
+    return l09.early_stop(losses, patience)[::-1]
+
+
+def test_check_early_stop(capsys):
+    assert l09.check_early_stop(stop_good) is True
+    assert l09.check_early_stop(lambda losses, patience: list(stop_good(losses, patience))) is True
+    assert "step 360" in capsys.readouterr().out
+    assert l09.check_early_stop(stop_in_hindsight) is False
+    assert "best point in hindsight" in capsys.readouterr().out
+    for bad in (stop_one_late, stop_swapped):
+        assert l09.check_early_stop(bad) is False
+        assert "expected (stop, keep)" in capsys.readouterr().out
+    assert l09.check_early_stop(lambda losses, patience: 3) is False
+    assert "pair of indices" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("losses, patience, want", [
+    ([0.493, 0.459, 0.451, 0.471, 0.467], 1, (3, 2)),
+    ([1.0, 1.0, 1.0], 2, (2, 0)),                                  # a tie is no improvement
+    ([5.0], 3, (0, 0)),
+])
+def test_reference_early_stop(losses, patience, want):
+    assert l09.early_stop(losses, patience) == want
+    with pytest.raises(ValueError):
+        l09.early_stop(losses, 0)
 
 
 def test_checks_speak_chinese(capsys):

@@ -127,3 +127,57 @@ def check_majority_baseline(fn) -> bool:
                       f"训练标签 {len(train)} 个、评估标签 {len(dev)} 个时")
     return passed("Correct: any classifier must beat this number before its accuracy means anything.",
                   "正确：任何分类器的准确率只有超过这个数，才有意义。")
+
+
+def early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
+    """Reference of exercise 4: ``(stop, keep)``, the evaluation at which early stopping ends training (the first
+    one after ``patience`` evaluations in a row without a new best; the last one if that never happens) and the
+    evaluation whose weights it keeps (the best seen up to ``stop``)."""
+    if patience < 1 or not dev_losses:
+        raise ValueError("need at least one dev loss and patience >= 1")
+    best, waited = 0, 0
+    for i, loss in enumerate(dev_losses):
+        if loss < dev_losses[best] or i == 0:
+            best, waited = i, 0
+        else:
+            waited += 1
+            if waited == patience:
+                return i, best
+    return len(dev_losses) - 1, best
+
+
+EARLY_STOP_CASES = (([1.0, 0.8, 0.9, 0.95, 0.97, 0.99, 0.7], 2),  # the best point comes after the stop
+                    ([0.493, 0.459, 0.451, 0.471, 0.467], 1),       # the dev losses of this lesson's CPU run
+                    ([0.493, 0.459, 0.451, 0.471, 0.467], 2),
+                    ([3.0, 2.0, 1.0], 1))                           # never stops early
+
+
+@never_raises
+def check_early_stop(fn) -> bool:
+    """Exercise 4: ``fn(dev_losses, patience) -> (stop, keep)``, deciding as training goes (no look at later losses)."""
+    for losses, patience in EARLY_STOP_CASES:
+        ok, got = attempt(fn, list(losses), patience)
+        if not ok:
+            return False
+        want = early_stop(losses, patience)
+        try:
+            got = tuple(int(v) for v in got)
+        except (TypeError, ValueError):
+            return fail("Return a pair of indices (stop, keep).", "请返回一对下标 (stop, keep)。")
+        if got == want:
+            continue
+        hindsight = min(range(len(losses)), key=losses.__getitem__)
+        if got[1] == hindsight != want[1]:
+            return fail(f"For {losses} (patience {patience}) you kept evaluation {hindsight}, the best point in "
+                        f"hindsight. Early stopping decides while training: it stops at evaluation {want[0]} and "
+                        "never sees the losses after it.",
+                        f"对 {losses}（patience {patience}），你保留的是第 {hindsight} 次评估，那是事后看来最好的一点。"
+                        f"早停是在训练过程中做决定的：它在第 {want[0]} 次评估时就停了，看不到之后的损失。")
+        return fail(f"For {losses} with patience {patience}: expected (stop, keep) = {want}, got {got}. Stop at the "
+                    "first evaluation that completes `patience` evaluations in a row without a new best.",
+                    f"对 {losses}、patience {patience}：(stop, keep) 应为 {want}，实际是 {got}。"
+                    "在连续 patience 次评估都没有刷新最好成绩的那一次停下。")
+    return passed("Correct. With the dev losses of our CPU run, patience 1 stops at evaluation 3 (step 480) and "
+                  "keeps the weights of evaluation 2 (step 360, 81.3 % dev accuracy).",
+                  "正确。按我们在 CPU 上运行得到的开发集损失，patience 为 1 时在第 3 次评估（第 480 步）停下，"
+                  "保留第 2 次评估（第 360 步，开发集准确率 81.3%）的权重。")
