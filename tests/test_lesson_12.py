@@ -10,6 +10,7 @@ import torch
 
 from course_lab import i18n
 from course_lab.lessons import l12_masked_lm as l12
+from course_utils import mlm
 from course_utils.mlm import IGNORE_INDEX, mask_tokens, masked_logits
 from course_utils.models import MaskedLM
 from course_utils.tokenizers import CharTokenizer, WordTokenizer
@@ -167,7 +168,7 @@ def test_widget_speaks_chinese(tiny):
 
 # --- exercise checks ----------------------------------------------------------------------------------------
 
-CHECKS = [l12.check_bert_masking, l12.check_masked_accuracy, l12.check_unigram_baseline]
+CHECKS = [l12.check_bert_masking, l12.check_whole_word_masking, l12.check_accuracy_at, l12.check_unigram_baseline]
 
 def _not_implemented(*args):
     raise NotImplementedError
@@ -184,7 +185,7 @@ def _solution_masking(ids, mask_id, vocab_size, special_ids, p, generator):
     return inputs, torch.where(selected, ids, -100)
 
 
-def _all_masked(ids, mask_id, vocab_size, special_ids, p, generator):   # the seed deck's version
+def _all_masked(ids, mask_id, vocab_size, special_ids, p, generator):   # a common mistake
     selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, torch.tensor(special_ids))
     return torch.where(selected, mask_id, ids), torch.where(selected, ids, -100)
 
@@ -226,26 +227,62 @@ def _wrong_split(ids, mask_id, vocab_size, special_ids, p, generator):
 ])
 def test_check_bert_masking(capsys, wrong, message):
     assert l12.check_bert_masking(_solution_masking) is True
-    assert l12.check_bert_masking(references.bert_masking) is True
     assert "✓" in capsys.readouterr().out
     assert l12.check_bert_masking(wrong) is False
     assert message in capsys.readouterr().out
 
 
-def _accuracy(logits, labels):
-    keep = labels != -100
-    return (logits.argmax(-1)[keep] == labels[keep]).float().mean()
+def test_check_bert_masking_refuses_the_library(capsys):
+    lib = lambda ids, m, v, s, p, g: mlm.mask_tokens(ids, v, m, list(s), p=p, generator=g)  # noqa: E731
+    assert l12.check_bert_masking(lib) is False
+    assert "You called mlm.mask_tokens" in capsys.readouterr().out
+    assert l12.check_bert_masking(references.bert_masking) is False            # imports it inside: still seen
+    assert "You called mlm.mask_tokens" in capsys.readouterr().out
 
 
-def test_check_masked_accuracy(capsys):
-    assert l12.check_masked_accuracy(_accuracy) is True
-    assert l12.check_masked_accuracy(lambda lg, lb: float(_accuracy(lg, lb))) is True
-    capsys.readouterr()
-    assert l12.check_masked_accuracy(lambda lg, lb: (lg.argmax(-1) == lb).float().mean()) is False
-    assert "every position" in capsys.readouterr().out
-    assert l12.check_masked_accuracy(lambda lg, lb: 0.5) is False
-    assert "Expected" in capsys.readouterr().out
-    assert l12.check_masked_accuracy(lambda lg, lb: "high") is False
+def _whole_word(ids, p, space_id, special_ids, generator):
+    in_word = ~torch.isin(ids, torch.tensor([space_id, *special_ids]))
+    starts = in_word & ~torch.nn.functional.pad(in_word, (1, 0))[:, :-1]
+    chosen = torch.rand(ids.size(0), ids.size(1) + 1, generator=generator) < p
+    return in_word & chosen.gather(1, starts.cumsum(dim=1))
+
+
+def _with_next_space(ids, p, space_id, special_ids, generator):
+    chosen = _whole_word(ids, p, space_id, special_ids, generator)
+    return chosen | (torch.nn.functional.pad(chosen, (1, 0))[:, :-1] & (ids == space_id))
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda ids, p, sp, s, g: (torch.rand(ids.shape, generator=g) < p) & (ids > sp), "one decision per word"),
+    (_with_next_space, "space"),
+    (lambda ids, p, sp, s, g: _whole_word(ids, p / 2, sp, s, g) if p < 1 else _whole_word(ids, p, sp, s, g),
+     "expected p = 30 %"),
+    (lambda ids, p, sp, s, g: _whole_word(ids, p, sp, s, g).long(), "torch.bool"),
+])
+def test_check_whole_word_masking(capsys, wrong, message):
+    assert l12.check_whole_word_masking(_whole_word) is True
+    assert "✓" in capsys.readouterr().out
+    assert l12.check_whole_word_masking(wrong) is False
+    assert message in capsys.readouterr().out
+
+
+def test_check_accuracy_at_with_a_real_model(tiny, capsys):
+    model, tok = tiny
+    special = [tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id, tok.mask_id]
+    windows = torch.randint(5, tok.vocab_size, (16, 12), generator=torch.Generator().manual_seed(3))
+
+    def accuracy_at(model, windows, p, generator):
+        inputs, labels = mlm.mask_tokens(windows, tok.vocab_size, tok.mask_id, special, p=p, generator=generator)
+        keep = labels != -100
+        with torch.no_grad():
+            return (model(inputs).argmax(-1)[keep] == labels[keep]).float().mean()
+
+    assert l12.check_accuracy_at(accuracy_at, model, windows, tok) is True
+    assert "p = 0.5" in capsys.readouterr().out
+    assert l12.check_accuracy_at(lambda m, w, p, g: 0.25, model, windows, tok) is False
+    assert "does not change with p" in capsys.readouterr().out
+    assert l12.check_accuracy_at(lambda m, w, p, g: "high", model, windows, tok) is False
+    assert "Return a number" in capsys.readouterr().out
 
 
 def _unigram(train_ids, labels, special_ids):
@@ -266,7 +303,7 @@ def test_check_unigram_baseline(capsys):
     assert "every position" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("check", [l12.check_bert_masking, l12.check_masked_accuracy, l12.check_unigram_baseline])
+@pytest.mark.parametrize("check", CHECKS)
 def test_checks_handle_not_implemented_and_crashes(capsys, check):
     assert check(_not_implemented) is False
     assert "Not attempted yet" in capsys.readouterr().out
@@ -276,7 +313,7 @@ def test_checks_handle_not_implemented_and_crashes(capsys, check):
 
 def test_checks_speak_chinese(capsys):
     i18n.set_language("zh")
-    assert l12.check_masked_accuracy(_not_implemented) is False
+    assert l12.check_unigram_baseline(_not_implemented) is False
     assert "还没有作答" in capsys.readouterr().out
     assert l12.check_bert_masking(_solution_masking) is True
     assert "正确" in capsys.readouterr().out

@@ -23,9 +23,10 @@ import torch
 from course_utils.mlm import IGNORE_INDEX
 
 from ... import i18n, viz
+from .checks import check_accuracy_at as check_accuracy_at
 from .checks import check_bert_masking as check_bert_masking
-from .checks import check_masked_accuracy as check_masked_accuracy
 from .checks import check_unigram_baseline as check_unigram_baseline
+from .checks import check_whole_word_masking as check_whole_word_masking
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures

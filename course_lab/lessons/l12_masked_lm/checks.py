@@ -10,9 +10,11 @@ import math
 
 import torch
 
+from course_utils import mlm
 from course_utils.mlm import IGNORE_INDEX
+from course_utils.modes import evaluating
 
-from ...exercises import attempt, fail, never_raises, passed, type_problem
+from ...exercises import attempt, fail, never_raises, passed, type_problem, watching
 
 _V, _MASK, _SPECIAL = 40, 4, (0, 1, 2, 3, 4)
 
@@ -30,9 +32,15 @@ def check_bert_masking(fn) -> bool:
     ids = torch.randint(5, _V, (128, 64), generator=g)
     ids[:, 0] = 2
     ids[:, 48:] = 0  # padding
-    ok, got = attempt(fn, ids.clone(), _MASK, _V, _SPECIAL, 0.15, torch.Generator().manual_seed(0))
+    with watching(fn, [(mlm, "mask_tokens")]) as calls:
+        ok, got = attempt(fn, ids.clone(), _MASK, _V, _SPECIAL, 0.15, torch.Generator().manual_seed(0))
     if not ok:
         return False
+    if calls:
+        return fail("You called mlm.mask_tokens: that is the library function this exercise asks you to write. "
+                    "Draw the selection and the 80/10/10 split yourself with torch.rand and torch.where.",
+                    "你调用了 mlm.mask_tokens：本题要你自己写的正是这个库函数。"
+                    "请用 torch.rand 和 torch.where 自己抽取被选中的位置，并完成 80/10/10 的划分。")
     if not (isinstance(got, tuple) and len(got) == 2):
         return fail("Return a pair (inputs, labels).", "请返回一个二元组 (inputs, labels)。")
     inputs, labels = got
@@ -88,48 +96,20 @@ def check_bert_masking(fn) -> bool:
 
 
 @never_raises
-def check_masked_accuracy(fn) -> bool:
-    """Exercise 2: ``fn(logits (B, T, V), labels (B, T))`` = accuracy over the positions whose label != −100."""
-    g = torch.Generator().manual_seed(13)
-    logits = torch.randn(4, 9, 12, generator=g)
-    labels = torch.full((4, 9), IGNORE_INDEX)
-    chosen = torch.rand(4, 9, generator=g) < 0.3
-    labels[chosen] = torch.randint(0, 12, (int(chosen.sum()),), generator=g)
-    argmax = logits.argmax(-1)
-    right = chosen & (torch.arange(9) % 2 == 0)
-    labels[right] = argmax[right]  # about half of the scored positions are right
-    keep = labels != IGNORE_INDEX
-    want = float((argmax[keep] == labels[keep]).float().mean())
-    ok, got = attempt(fn, logits.clone(), labels.clone())
-    if not ok:
-        return False
-    try:
-        value = float(got)
-    except (TypeError, ValueError, RuntimeError):
-        return fail(f"Return a number (a float or a 0-d tensor), got {type(got).__name__}.",
-                    f"请返回一个数（float 或 0 维张量），实际得到的是 {type(got).__name__}。")
-    if abs(value - want) < 1e-6:
-        return passed(f"Correct: {value:.3f} on the {int(keep.sum())} scored positions.",
-                      f"正确：在 {int(keep.sum())} 个计分位置上准确率为 {value:.3f}。")
-    everywhere = float((argmax == labels).float().mean())
-    if abs(value - everywhere) < 1e-6:
-        return fail("You averaged over every position: keep only those whose label is not −100.",
-                    "你对所有位置都求了平均：只应保留标签不等于 −100 的位置。")
-    return fail(f"Expected {want:.4f}, got {value:.4f}: argmax over the vocabulary, compare with the label, "
-                "average over the positions with label != −100.",
-                f"应为 {want:.4f}，实际是 {value:.4f}：在词表维度上取 argmax，与标签比较，"
-                "只在标签不等于 −100 的位置上求平均。")
-
-
-@never_raises
 def check_unigram_baseline(fn) -> bool:
     """Exercise 3: ``fn(train_ids, labels, special_ids) -> accuracy`` of always guessing the most frequent
     ordinary training token."""
     train = torch.tensor([0, 0, 0, 0, 2, 7, 7, 7, 8, 8, 9, 3, 3, 3, 3, 3])  # <pad> and <eos> are the most frequent
     labels = torch.tensor([[7, IGNORE_INDEX, 8, 7, IGNORE_INDEX], [9, 7, IGNORE_INDEX, IGNORE_INDEX, 8]])
-    ok, got = attempt(fn, train.clone(), labels.clone(), _SPECIAL)
+    with watching(fn, [(mlm, "unigram_baseline")]) as calls:
+        ok, got = attempt(fn, train.clone(), labels.clone(), _SPECIAL)
     if not ok:
         return False
+    if calls:
+        return fail("You called mlm.unigram_baseline: count the tokens yourself (torch.bincount), leave out the "
+                    "special ids, and score the labels that are not −100.",
+                    "你调用了 mlm.unigram_baseline：请自己数词元（torch.bincount），去掉特殊 ID，"
+                    "再在标签不等于 −100 的位置上计分。")
     try:
         value = float(got)
     except (TypeError, ValueError, RuntimeError):
@@ -149,3 +129,169 @@ def check_unigram_baseline(fn) -> bool:
                 "fraction of the scored labels equal to it.",
                 f"应为 0.5，实际是 {value:.4f}：先在 train_ids 里找出最常见的非特殊 ID，"
                 "再算计分位置的标签中有多大比例等于它。")
+
+
+# --- exercise 2: whole-word masking -----------------------------------------------------------------------------
+
+_SPACE = 5
+
+
+def _word_rows(seed: int, rows: int = 256, length: int = 64) -> torch.Tensor:
+    """Rows of ``<bos>`` + words of 1-8 letters separated by one space, right-padded with ``<pad>`` (id 0)."""
+    g = torch.Generator().manual_seed(seed)
+    out = torch.zeros(rows, length, dtype=torch.long)
+    for r in range(rows):
+        end = int(torch.randint(40, length + 1, (), generator=g))
+        row = [2]
+        while len(row) < end:
+            n = int(torch.randint(1, 9, (), generator=g))
+            row += torch.randint(_SPACE + 1, _V, (n,), generator=g).tolist() + [_SPACE]
+        out[r, :end] = torch.tensor(row[:end])
+    return out
+
+
+def _word_numbers(ids: torch.Tensor, space_id: int, special_ids) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(in_word (B, T) bool, word (B, T))``: which positions are letters, and the number of their word in the row."""
+    in_word = ~torch.isin(ids, torch.tensor([space_id, *special_ids]))
+    starts = in_word & ~torch.cat([torch.zeros_like(in_word[:, :1]), in_word[:, :-1]], dim=1)
+    return in_word, starts.cumsum(dim=1)
+
+
+@never_raises
+def check_whole_word_masking(fn) -> bool:
+    """Exercise 2: ``fn(ids, p, space_id, special_ids, generator) -> (B, T) bool``: each word (a run of letters
+    between spaces) is selected with probability p, and then all of its letters; spaces and specials never.
+
+    Selecting characters one by one (BERT's original per-token masking, or ``mlm.mask_tokens``) is the shortcut
+    ruled out; selecting a word when any of its letters is drawn is the common mistake (long words win).
+    """
+    ids, p = _word_rows(21), 0.3
+    with watching(fn, [(mlm, "mask_tokens")]) as calls:
+        ok, got = attempt(fn, ids.clone(), p, _SPACE, _SPECIAL, torch.Generator().manual_seed(0))
+        ok_all, got_all = (attempt(fn, ids.clone(), 1.0, _SPACE, _SPECIAL, torch.Generator().manual_seed(1))
+                           if ok else (False, None))
+    if not (ok and ok_all):
+        return False
+    if calls:
+        return fail("You called mlm.mask_tokens: it selects single characters. Whole-word masking makes one "
+                    "decision per word: number the words, draw one number per word, hide all of its letters.",
+                    "你调用了 mlm.mask_tokens：它逐个字符地选择。整词遮盖对每个单词只做一次决定："
+                    "先给单词编号，每个单词抽一个随机数，再把它的所有字母都遮住。")
+    for result in (got, got_all):
+        problem = type_problem(result, ids.shape, torch.bool)
+        if problem is not None:
+            return fail(f"selection: {problem[0]}", f"选择结果：{problem[1]}")
+    in_word, word = _word_numbers(ids, _SPACE, _SPECIAL)
+    if (got & ~in_word).any() or (got_all & ~in_word).any():
+        return fail("A space or a special token (<bos>, <pad>, ...) was selected: only the letters of a word may be "
+                    "hidden; the space after a word belongs to no word.",
+                    "空格或特殊词元（<bos>、<pad> 等）被选中了：只能遮住单词里的字母；单词后面的空格不属于任何单词。")
+    if not torch.equal(got_all, in_word):
+        return fail("With p = 1 every letter of every word must be selected.",
+                    "p = 1 时，每个单词的每个字母都必须被选中。")
+    # per word: how many of its letters are selected, out of how many
+    key = (torch.arange(ids.size(0))[:, None] * (ids.size(1) + 1) + word)[in_word]
+    size = torch.bincount(key)
+    hidden = torch.bincount(key, weights=got[in_word].float())
+    real = size > 0
+    size, hidden = size[real], hidden[real]
+    if ((hidden > 0) & (hidden < size)).any():
+        return fail("Some words are only partly hidden: you made one decision per character (BERT's original "
+                    "per-token masking, like select_positions above). Whole-word masking makes one decision per "
+                    "word and hides all of its letters, so the model cannot spell a word from its visible half.",
+                    "有些单词只被遮住了一部分：你是逐个字符做决定的（BERT 最初的逐词元遮盖，和上面的 select_positions "
+                    "一样）。整词遮盖对每个单词只做一次决定，并遮住它的所有字母，这样模型就不能靠看得见的半个单词把它拼出来。")
+    chosen = hidden == size
+    n_words, n_chosen = len(size), int(chosen.sum())
+    if _z(n_chosen, n_words, p) > 5:
+        long_bias = float(size[chosen].float().mean()) - float(size.float().mean())
+        if long_bias > 0.5:
+            return fail(f"{100 * n_chosen / n_words:.1f} % of the words were hidden (expected p = {100 * p:.0f} %), "
+                        "and the hidden ones are longer than average: long words are selected more often. Draw one "
+                        "number per word, not one per letter.",
+                        f"被遮住的单词占 {100 * n_chosen / n_words:.1f} %（应为 p = {100 * p:.0f} %），而且被遮住的单词"
+                        "比平均更长：长单词被选中的机会更多。应该每个单词抽一个随机数，而不是每个字母抽一个。")
+        return fail(f"{100 * n_chosen / n_words:.1f} % of the words were hidden; expected p = {100 * p:.0f} %.",
+                    f"被遮住的单词占 {100 * n_chosen / n_words:.1f} %；应为 p = {100 * p:.0f} %。")
+    return passed(f"Correct: {n_chosen} of {n_words} words hidden ({100 * n_chosen / n_words:.1f} %), each one "
+                  "entirely.",
+                  f"正确：{n_words} 个单词中遮住了 {n_chosen} 个（{100 * n_chosen / n_words:.1f} %），每个都整个遮住。")
+
+
+# --- exercise 3: accuracy at a chosen mask rate ---------------------------------------------------------------------
+
+
+def _specials(tok) -> list[int]:
+    return [tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id, tok.mask_id]
+
+
+def _scores_at(model, tok, windows, p, seed) -> tuple[float, float]:
+    """``(accuracy on the selected positions, accuracy over every position)`` with the windows masked at rate p."""
+    inputs, labels = mlm.mask_tokens(windows, tok.vocab_size, tok.mask_id, _specials(tok), p=p,
+                                     generator=torch.Generator().manual_seed(seed))
+    with evaluating(model):
+        guess = model(inputs).argmax(-1)                                   # (B, T)
+    keep = labels != IGNORE_INDEX
+    return float((guess[keep] == labels[keep]).float().mean()), float((guess == windows).float().mean())
+
+
+class _CopyModel(torch.nn.Module):
+    """Predicts the token it sees: a stand-in model when the check is called without one."""
+
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return 5.0 * torch.nn.functional.one_hot(ids, self.vocab_size).float()      # (B, T, V)
+
+
+@never_raises
+def check_accuracy_at(fn, model=None, windows: torch.Tensor | None = None, tok=None) -> bool:
+    """Exercise 3: ``fn(model, windows, p, generator)`` masks ``windows`` at rate p with ``mlm.mask_tokens`` (that
+    generator) and returns the accuracy on the selected positions.
+
+    Ignoring p (reusing the validation batch masked once at 15 %, or ``evaluate``) is the shortcut ruled out;
+    scoring every position is the common mistake of the lesson.
+    """
+    if tok is None:
+        from course_utils.tokenizers import CharTokenizer
+
+        tok = CharTokenizer.from_text("to be, or not to be: that is the question")
+    if model is None:
+        model = _CopyModel(tok.vocab_size)
+    if windows is None:
+        windows = torch.randint(5, tok.vocab_size, (32, 24), generator=torch.Generator().manual_seed(0))
+    rates, got = (0.15, 0.5), []
+    for i, p in enumerate(rates):
+        ok, value = attempt(fn, model, windows.clone(), p, torch.Generator().manual_seed(100 + i))
+        if not ok:
+            return False
+        try:
+            got.append(float(value))
+        except (TypeError, ValueError, RuntimeError):
+            return fail(f"Return a number (a float or a 0-d tensor), got {type(value).__name__}.",
+                        f"请返回一个数（float 或 0 维张量），实际得到的是 {type(value).__name__}。")
+    want = [_scores_at(model, tok, windows, p, 100 + i) for i, p in enumerate(rates)]
+    if all(abs(g - w[0]) < 1e-6 for g, w in zip(got, want)):
+        return passed(f"Correct: {got[0]:.1%} at p = 0.15, {got[1]:.1%} at p = 0.5 on these windows.",
+                      f"正确：在这些窗口上，p = 0.15 时为 {got[0]:.1%}，p = 0.5 时为 {got[1]:.1%}。")
+    if abs(got[0] - got[1]) < 1e-9 and abs(got[1] - want[1][0]) > 1e-6:
+        return fail("Your answer does not change with p: mask the windows you are given, at the rate p, with the "
+                    "generator you are given (reusing dev_in or evaluate(), masked once at 15 %, measures nothing "
+                    "new).",
+                    "你的结果不随 p 变化：要用给定的 generator，按比例 p 遮盖传进来的窗口"
+                    "（直接用只按 15 % 遮盖过一次的 dev_in 或 evaluate()，什么新东西也测不出来）。")
+    for g, (p, w) in zip(got, zip(rates, want)):
+        if abs(g - w[1]) < 1e-6 and abs(g - w[0]) > 1e-6:
+            return fail(f"p = {p}: you scored every position ({g:.1%}): most of them are visible and only need "
+                        "copying. Score the positions whose label is not −100.",
+                        f"p = {p}：你在所有位置上计分（{g:.1%}）：其中大多数位置看得见，照抄就行。"
+                        "只应在标签不等于 −100 的位置上计分。")
+    return fail(f"Expected {want[0][0]:.4f} at p = 0.15 and {want[1][0]:.4f} at p = 0.5, got {got[0]:.4f} and "
+                f"{got[1]:.4f}: mask with mlm.mask_tokens(windows, tok.vocab_size, tok.mask_id, SPECIAL, p=p, "
+                "generator=generator), run the model, and compare the argmax with the labels where they are not −100.",
+                f"p = 0.15 时应为 {want[0][0]:.4f}，p = 0.5 时应为 {want[1][0]:.4f}，"
+                f"实际是 {got[0]:.4f} 和 {got[1]:.4f}："
+                "用 mlm.mask_tokens(windows, tok.vocab_size, tok.mask_id, SPECIAL, p=p, generator=generator) 遮盖，"
+                "运行模型，再在标签不等于 −100 的位置上比较 argmax 与标签。")
