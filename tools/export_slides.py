@@ -20,10 +20,12 @@ committed (no outputs).
 
 Slide structure comes from each cell's ``metadata.slideshow.slide_type``: ``slide`` starts a new slide,
 ``subslide`` a slide below it, ``fragment`` appears on the next key press, ``notes`` go to the speaker view
-(key ``s``, maths drawn as pictures), ``skip`` is left out (setup code, test-only cells). The decks are laid out
-for 1280×720 at scale 1: a slide too full for the screen is split into slides below it, a slide without a
-heading repeats its predecessor's, marked "continued"; nothing is shrunk (tests/browser/test_slides.py and
-tools/slide_report.py measure every slide).
+(key ``s``, maths drawn as pictures), ``skip`` is left out (setup code, test-only cells). The code shown leaves
+out top-level checks and plotting boilerplate (``display(fig)``, ``plt.close(fig)``). The decks are laid out for
+1280×720 at scale 1: a code cell longer than a screen becomes several slides, cut between statements; a slide
+too full for the screen is split into slides below it (between cells, paragraphs, list items, table rows, lines);
+a figure too tall for the space left is scaled down; a slide without a heading repeats its predecessor's, marked
+"continued"; text is never shrunk (tests/browser/test_slides.py and tools/slide_report.py measure every slide).
 """
 
 from __future__ import annotations
@@ -156,16 +158,19 @@ body.jp-Notebook { background: #fff; }
 /* Before reveal starts, every slide is laid out at the deck's width, one under the other, to be measured. */
 .reveal.course-measuring .slides { width: %(width)dpx; height: auto; position: absolute; left: 0; top: 0;
   transform: none; }
-.reveal.course-measuring .slides section { display: block !important; position: relative !important;
+.reveal.course-measuring .slides section { display: flow-root !important; position: relative !important;
   visibility: hidden; height: auto !important; top: auto !important; }
 """
 
 # Runs before reveal.js starts: (1) every slide without a heading gets its predecessor's, marked "continued";
 # (2) a slide taller than the screen (at 1280×720, fonts, maths and figures loaded) is split into slides stacked
 # below it, each under the same heading: at the cells first, then a code cell between its code and its output,
-# a multi-cell fragment into one fragment per cell. A single piece still too tall stays and is flagged
-# (data-course-overflow), which tests/browser and tools/slide_report.py report as a failure. Never shrunk.
-FOOTER_JS = """
+# a multi-cell fragment into one fragment per cell, then inside a piece: text between its paragraphs / list
+# items, a table between rows (header repeated), a <pre> between lines (after a blank line or before a statement;
+# long code cells were already cut between statements by curate/split_code). A figure a little too tall for the
+# space left is scaled down (to >= 60 %), one alone on its slide as far as needed. Text is never shrunk. A piece
+# still too tall is flagged (data-course-overflow), which tests/browser and tools/slide_report.py report.
+FOOTER_JS = r"""
 <script>
 (function () {
   var reveal = document.querySelector('.reveal');
@@ -251,14 +256,121 @@ require(
       }
       return false;
     }
+    function visibleKids(el) {
+      return [].slice.call(el.children).filter(function (k) {
+        return !k.matches('script, style, aside.notes, .jp-Collapser') && k.getClientRects().length;
+      });
+    }
+    function container(el) {  // a block whose children can go to different slides
+      return /^(DIV|UL|OL|TABLE|TBODY|BLOCKQUOTE|DL)$/.test(el.tagName) && !/MathJax/.test(el.className || '')
+        && !el.matches('.course-static-widget, .jp-OutputArea-output.jp-RenderedImage');
+    }
+    function textOf(html) { var d = document.createElement('div'); d.innerHTML = html; return d.textContent; }
+    // A <pre> (code or printed output) that does not fit above `limit`: the lines that fit stay, the others go to
+    // a new <pre> after it (returned), cut after a blank line, else before a line that starts a statement.
+    function splitPre(pre, limit) {
+      var whole = pre.innerHTML, lines = whole.replace(/\n$/, '').split('\n'), lo = 0, hi = lines.length;
+      while (lo < hi) {  // the most lines that fit
+        var mid = (lo + hi + 1) >> 1;
+        pre.innerHTML = lines.slice(0, mid).join('\n');
+        if (pre.getBoundingClientRect().bottom <= limit) { lo = mid; } else { hi = mid - 1; }
+      }
+      pre.innerHTML = whole;
+      if (lo < 3 || lo >= lines.length) { return null; }
+      var texts = lines.map(textOf), cut = -1, i, least = Math.max(2, Math.ceil(lo / 2));
+      for (i = lo; i >= least && cut < 0; i--) {
+        if (!texts[i - 1].trim() && texts[i].trim()) { cut = i; }
+      }
+      for (i = lo; i >= least && cut < 0; i--) {
+        if (/^\S/.test(texts[i]) && !/^[)\]}]/.test(texts[i]) && !/[,(\[{\\:]\s*$/.test(texts[i - 1])) { cut = i; }
+      }
+      if (cut < 0) { cut = lo; }
+      var head = lines.slice(0, cut), tail = lines.slice(cut);
+      while (head.length > 1 && !textOf(head[head.length - 1]).trim()) { head.pop(); }
+      while (tail.length > 1 && !textOf(tail[0]).trim()) { tail.shift(); }
+      var rest = pre.cloneNode(false);
+      rest.removeAttribute('id');
+      pre.innerHTML = head.join('\n');
+      rest.innerHTML = tail.join('\n');
+      pre.parentNode.insertBefore(rest, pre.nextSibling);
+      return rest;
+    }
+    // Where to cut `el` so that its first part ends above `limit`: the first node of the second part (a paragraph,
+    // list item, table row, output, or the lines of a <pre> split off), or null. A heading stays with what follows.
+    function findCut(el, limit) {
+      var kids = visibleKids(el);
+      var i = kids.findIndex(function (k) { return k.getBoundingClientRect().bottom > limit + 0.5; });
+      if (i < 0) { return null; }
+      var inner = null;
+      if (kids[i].tagName === 'PRE') { inner = splitPre(kids[i], limit); }
+      else if (container(kids[i])) { inner = findCut(kids[i], limit); }
+      if (inner || el.tagName === 'TABLE') { return inner; }
+      var j = i;
+      while (j > 0 && /^H[1-6]$/.test(kids[j - 1].tagName)) { j--; }
+      return j > 0 ? kids[j] : null;
+    }
+    function trailing(unit) {  // margins and paddings below the last line of `unit`, inside it
+      var last = unit, kids;
+      while ((kids = visibleKids(last)).length && !/^(P|LI|H[1-6]|TR|PRE|IMG|FIGURE)$/.test(last.tagName)) {
+        last = kids[kids.length - 1];
+      }
+      return Math.max(0, unit.getBoundingClientRect().bottom - last.getBoundingClientRect().bottom);
+    }
+    // Move `node`, the nodes after it, and the same in each of its ancestors up to `unit`, into copies of those
+    // ancestors: a second `unit` right after the first. Lists keep their numbering, tables their header row.
+    function splitAt(unit, node) {
+      var moving = node, parent = node.parentNode, inner = null;
+      for (;;) {
+        var copy = parent.cloneNode(false);
+        copy.removeAttribute('id');
+        if (inner) { copy.appendChild(inner); }
+        for (var n = moving; n;) { var next = n.nextSibling; copy.appendChild(n); n = next; }
+        if (parent.tagName === 'OL') {
+          copy.setAttribute('start', parseInt(parent.getAttribute('start') || '1', 10) + parent.children.length);
+        }
+        var thead = parent.tagName === 'TABLE' && parent.querySelector(':scope > thead');
+        if (thead && !copy.querySelector(':scope > thead')) {
+          copy.insertBefore(thead.cloneNode(true), copy.firstChild);
+        }
+        if (parent === unit) { unit.parentNode.insertBefore(copy, unit.nextSibling); return copy; }
+        inner = copy;
+        moving = parent.nextSibling;
+        parent = parent.parentNode;
+      }
+    }
+    // Scale the tallest figure in `el` down by `excess` px, if it keeps at least `keep` of its height.
+    function shrinkFigure(el, excess, keep) {
+      var imgs = [].slice.call(el.querySelectorAll('img')).filter(function (img) {
+        return img.offsetHeight > 0 && !img.closest('aside.notes');
+      });
+      if (!imgs.length) { return false; }
+      var img = imgs.reduce(function (a, b) { return b.offsetHeight > a.offsetHeight ? b : a; });
+      var height = img.offsetHeight, want = Math.floor(height - excess - 2);
+      if (want < Math.max(80, keep * height)) { return false; }
+      img.style.maxHeight = want + 'px';
+      img.style.width = 'auto';
+      img.style.height = 'auto';
+      img.classList.add('course-scaled');
+      return true;
+    }
     function split(section) {
-      for (var guard = 0; guard < 60 && section.offsetHeight > ROOM + 1; guard++) {
-        var parts = units(section), top = section.getBoundingClientRect().top;
-        var cut = parts.findIndex(function (u) { return u.getBoundingClientRect().bottom - top > ROOM; });
-        if (cut <= 0 && parts.length && refine(parts[0])) { continue; }
+      for (var guard = 0; guard < 80 && section.offsetHeight > ROOM + 1; guard++) {
+        var parts = units(section), box = section.getBoundingClientRect();
+        // The room for the pieces' boxes: less the margins below the last one (inside the slide, see the CSS).
+        var lowest = Math.max.apply(null, parts.map(function (u) { return u.getBoundingClientRect().bottom; }));
+        var limit = box.top + ROOM - Math.max(0, box.bottom - lowest);
+        var cut = parts.findIndex(function (u) { return u.getBoundingClientRect().bottom > limit + 0.5; });
+        if (cut < 0) { break; }
+        var unit = parts[cut], excess = section.offsetHeight - ROOM;
+        if (refine(unit)) { continue; }
+        // A figure a little too tall for the space left is scaled; one much too tall goes to the next slide.
+        if (cut === parts.length - 1 && shrinkFigure(unit, excess, cut === 0 ? 0 : 0.6)) { continue; }
+        // A piece alone too tall for a slide, or text, is cut between its blocks / list items / rows / lines.
+        var markdown = unit.matches('.jp-MarkdownCell') || !!unit.querySelector(':scope > .jp-MarkdownCell');
+        var node = (cut === 0 || markdown) ? findCut(unit, limit - trailing(unit)) : null;
+        if (node) { splitAt(unit, node); continue; }
         if (cut === 0 && parts.length > 1) { cut = 1; }
         if (cut <= 0) { break; }
-        if (cut < parts.length && refine(parts[cut])) { continue; }
         var next = document.createElement('section');
         next.setAttribute('data-course-continued', '');
         next.setAttribute('data-course-split', '');
@@ -267,6 +379,9 @@ require(
         section.parentNode.insertBefore(next, section.nextSibling);
         section = next;
       }
+    }
+    function lastResort(section) {  // still too tall: scale its tallest figure to fit, whatever it takes; else flag
+      if (section.offsetHeight > ROOM + 1) { shrinkFigure(section, section.offsetHeight - ROOM, 0); }
       if (section.offsetHeight > ROOM + 1) { section.setAttribute('data-course-overflow', ''); }
     }
     function layoutSlides() {
@@ -284,6 +399,7 @@ require(
         if (s.querySelector('h1, h2, h3')) { last = s; }
       });
       all.forEach(split);
+      leaves().forEach(lastResort);
       reveal.classList.remove('course-measuring');
     }
     function start() {
@@ -555,11 +671,148 @@ def _is_check(source: str) -> bool:
     return bool(tree.body)
 
 
+# Top-level statements that a slide does not need, left out of the code *shown* (they still run): checks
+# (assert, assert_*/check*(...) calls, e.g. torch.testing.assert_close) and plotting boilerplate.
+BOILERPLATE_CALLS = {"display", "plt.close", "plt.show", "plt.tight_layout", "fig.tight_layout",
+                     "matplotlib.pyplot.close", "plt.figure().tight_layout"}
+# Code lines that fit one slide under its heading: 686 px of room, ~90 px of heading, 23.4 px per 18 px code line.
+MAX_CODE_LINES = 22
+CODE_COLUMNS = 108  # characters of 18 px monospace in a line (1280 px less padding); CJK characters count 2
+
+
+def _dotted(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _left_out(node) -> bool:
+    """A top-level statement that a slide leaves out: a check or plotting boilerplate (see _shown_source)."""
+    if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        name = _dotted(node.value.func)
+        return name in BOILERPLATE_CALLS or bool(CHECK_CALL.match(name.rsplit(".", 1)[-1]))
+    return False
+
+
+def _shown_source(source: str) -> str:
+    """The code a slide shows: the cell without its top-level checks and plotting boilerplate (with the comment
+    lines right above them), blank lines collapsed. The cell itself is unchanged and runs as written."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines()
+    drop = set()
+    for node in tree.body:
+        if not _left_out(node):
+            continue
+        first = node.lineno - 1
+        while first > 0 and lines[first - 1].lstrip().startswith("#") and not lines[first - 1].startswith(" "):
+            first -= 1  # the comment that introduces the check goes with it
+        drop.update(range(first, node.end_lineno))
+    if not drop or len(drop) == len(lines):
+        return source
+    kept = [line for i, line in enumerate(lines) if i not in drop]
+    text = re.sub(r"\n{3,}", "\n\n\n", "\n".join(kept))
+    return text.strip("\n")
+
+
+def _width(line: str) -> int:
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line.rstrip())
+
+
+def _rows(line: str) -> int:
+    """Screen rows of one code line on a slide (long lines wrap)."""
+    return max(1, -(-_width(line) // CODE_COLUMNS))
+
+
+def _cut_costs(source: str) -> list[float]:
+    """cost[i]: how bad it is to end a slide before line i. Best between top-level statements after a blank line,
+    then between top-level statements, then between statements of a block; inside a statement, last resort."""
+    lines = source.splitlines()
+    cost = [100.0] * (len(lines) + 1)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = None
+    for node in ast.walk(tree) if tree else ():
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            for depth_node in block if isinstance(block, list) else ():
+                if not isinstance(depth_node, ast.stmt):
+                    continue
+                start = min([depth_node.lineno] + [d.lineno for d in getattr(depth_node, "decorator_list", [])]) - 1
+                while start > 0 and lines[start - 1].lstrip().startswith("#"):
+                    start -= 1  # a comment belongs to the statement below it
+                if start <= 0:
+                    continue
+                nested = not isinstance(node, ast.Module)
+                blank = not lines[start - 1].strip()
+                cost[start] = min(cost[start], (4.0 if nested else 0.0) + (0.0 if blank else 1.5))
+    if tree is None:
+        for i in range(1, len(lines)):
+            if not lines[i - 1].strip() and lines[i].strip():
+                cost[i] = 2.0
+    return cost
+
+
+def split_code(source: str, max_rows: int = MAX_CODE_LINES) -> list[str]:
+    """A code cell too long for one slide, as consecutive parts that each fit one (at most ``max_rows`` screen
+    rows), as few parts as possible, cut where the code reads well on its own (see _cut_costs), of similar size."""
+    lines = source.splitlines()
+    rows = [_rows(line) for line in lines]
+    if sum(rows) <= max_rows:
+        return [source]
+    cost = _cut_costs(source)
+    n = len(lines)
+    prefix = [0]
+    for r in rows:
+        prefix.append(prefix[-1] + r)
+    # best[j] = (parts, badness, previous cut) for the first j lines: the least badness
+    best: list[tuple[int, float, int] | None] = [None] * (n + 1)
+    best[0] = (0, 0.0, -1)
+    for j in range(1, n + 1):
+        if j < n and not lines[j].strip():
+            continue  # never start a part with a blank line
+        for i in range(j - 1, -1, -1):
+            size = prefix[j] - prefix[i]
+            if size > max_rows:
+                break
+            if best[i] is None:
+                continue
+            parts, badness, _ = best[i]
+            # One more slide costs as much as two cuts between top-level statements without a blank line.
+            step = 3.0 + (cost[j] if j < n else 0.0) + 0.002 * (max_rows - size) ** 2
+            candidate = (parts + 1, badness + step, i)
+            if best[j] is None or candidate[1] < best[j][1]:
+                best[j] = candidate
+    if best[n] is None:  # a single line longer than a slide: leave it to the browser
+        return [source]
+    cuts, j = [], n
+    while j > 0:
+        cuts.append(j)
+        j = best[j][2]
+    bounds = [0, *reversed(cuts)]
+    return ["\n".join(lines[a:b]).strip("\n") for a, b in zip(bounds, bounds[1:])]
+
+
 def curate(nb, resources):
     """What a room needs: cells that only check (asserts, exercise checks) leave the slides, their slide break
-    moves to the next shown cell; progress text on stderr is dropped (warnings failed the export already)."""
+    moves to the next shown cell; the code shown drops top-level checks and plotting boilerplate (_shown_source);
+    a code cell longer than a slide becomes consecutive slides, cut between statements (split_code), its outputs
+    after the last part; progress text on stderr is dropped (warnings failed the export already)."""
+    import nbformat
+
     carry = None
+    cells = []
     for cell in nb.cells:
+        cells.append(cell)
         meta = cell.metadata.setdefault("slideshow", {})
         kind = meta.get("slide_type", "-")
         if cell.cell_type == "code" and kind not in ("skip", "notes") and _is_check(cell.source):
@@ -571,10 +824,37 @@ def curate(nb, resources):
             meta["slide_type"] = carry
         if kind not in ("skip", "notes"):
             carry = None
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.get("outputs", [])
-                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
-    return nb, resources
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = [o for o in cell.get("outputs", [])
+                        if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+        if meta.get("slide_type", "-") in ("skip", "notes") or "remove-input" in cell.metadata.get("tags", []):
+            continue
+        cell.source = _shown_source(cell.source)
+        parts = split_code(cell.source)
+        if len(parts) > 1:
+            outputs = cell.outputs
+            cell.source, cell.outputs = parts[0], []
+            for number, part in enumerate(parts[1:], 2):
+                more = nbformat.v4.new_code_cell(part, metadata={"slideshow": {"slide_type": "subslide"}})
+                if cell.get("id"):
+                    more.id = f"{cell.id[:50]}-{number}"  # stable: the same deck every export
+                more.execution_count = cell.get("execution_count")
+                cells.append(more)
+            cells[-1].outputs = outputs
+    nb.cells = cells
+    # nbconvert's SlidesExporter turned slide types into section starts and ends before this preprocessor ran:
+    # do it again for the slide types set here.
+    from nbconvert.exporters.slides import _RevealMetadataPreprocessor
+
+    for cell in nb.cells:
+        for key in REVEAL_KEYS:
+            cell.metadata.pop(key, None)
+    return _RevealMetadataPreprocessor().preprocess(nb, resources)
+
+
+REVEAL_KEYS = ("slide_type", "slide_start", "slide_end", "subslide_start", "subslide_end", "fragment_start",
+               "fragment_end")
 
 
 def build_exporter(lang: str, title: str):
