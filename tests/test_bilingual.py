@@ -74,8 +74,8 @@ def test_demo_cells_metadata_and_comments():
     assert _text(zh["cells"][1]).splitlines()[0] == "# 代码两种语言共用，只有注释分语言。"
     # Shared lines, shared comments and inline comments are verbatim in both languages.
     for nb in (en, zh):
-        assert "# (B, T, C): shape comments are shared by both languages" in _text(nb["cells"][1])
-        assert "    return x  # an inline comment stays in both" in _text(nb["cells"][3])
+        assert "# (B, T, C)" in _text(nb["cells"][1])                     # shape comments: shared
+        assert "    return x  # (B, T)" in _text(nb["cells"][3])        # an inline shape comment stays in both
         assert _text(nb["cells"][5]) == "%%time\ntotal = sum(values)"
     assert _text(en["cells"][3]).splitlines()[1:3] == [
         "    # A comment may span several lines;",
@@ -446,8 +446,11 @@ def _lesson_errors(tmp_path, code: str) -> str:
         ('print(pick({"en": "the loss went down", "zh": "the loss went down"}))', "is English prose in the ZH"),
         ('print(pick({"en": "损失", "zh": "损失"}))', "is Chinese in the EN notebook"),
         ('x = "plain"  # lang-ok', "(line 8): `# lang-ok` excuses nothing on this line: remove it"),
+        ("x = 1  # the number of heads we keep", "comment 'the number of heads we keep' is English prose in the ZH"),
+        ("# the number of heads we keep\nx = 1", "comment 'the number of heads we keep' is English prose in the ZH"),
     ],
-    ids=["cjk in en", "cjk comment", "prose in zh", "untranslated pick", "chinese pick", "stale marker"],
+    ids=["cjk in en", "cjk comment", "prose in zh", "untranslated pick", "chinese pick", "stale marker",
+         "english trailing comment", "english comment line"],
 )
 def test_other_language_text_fails_the_build_naming_lesson_cell_and_line(tmp_path, code, message):
     assert message in _lesson_errors(tmp_path, code)

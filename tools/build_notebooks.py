@@ -208,7 +208,8 @@ def parse_source(source: str, lesson: str) -> list[Cell]:
 
 
 def one_language_problems(cells: list[Cell], lesson: str) -> tuple[list[str], list[str]]:
-    """Errors (other-language text in a code cell, stale `# lang-ok` markers) and notes (run-time picks)."""
+    """Errors (other-language text in a code cell's strings or comments, stale `# lang-ok` markers) and notes
+    (run-time picks)."""
     errors, notes = [], []
     for index, cell in enumerate(cells):
         if cell.kind != "code":
@@ -218,9 +219,7 @@ def one_language_problems(cells: list[Cell], lesson: str) -> tuple[list[str], li
         for language in LANGUAGES:
             code, rows = cell.text[language], cell.rows[language]
             problems, excused = one_language.foreign_text(code, language)
-            for problem in problems:  # English comments in ZH: reported, not yet fatal (see the README)
-                found = notes if language == "zh" and problem.message.startswith("comment") else errors
-                found.append(f"{where} (line {rows[problem.row]}): {problem.message}")
+            errors += [f"{where} (line {rows[problem.row]}): {problem.message}" for problem in problems]
             used |= {rows[row] for row in excused}
             markers |= {rows[row] for row in one_language.marker_rows(code)}
             if language == "en":  # run-time picks are the same in both languages: note them once
