@@ -23,6 +23,7 @@ Every ``check_*`` function is decorated with :func:`never_raises`. Two ways to w
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
 import math
 from collections.abc import Callable, Iterable
@@ -257,3 +258,17 @@ def watching(fn: Callable, targets: Iterable[tuple[object, str]]):
                 delattr(owner, name)
             else:
                 setattr(owner, name, original)
+
+
+def has_python_loop(fn: Callable) -> bool:
+    """True if the function's code (or a comprehension or function defined inside it) has a Python ``for`` loop:
+    for checks of exercises that ask for one vectorised call instead of a loop over the batch."""
+    codes = [getattr(fn, "__code__", None)]
+    while codes:
+        code = codes.pop()
+        if code is None:
+            continue
+        if any(ins.opname == "FOR_ITER" for ins in dis.get_instructions(code)):
+            return True
+        codes.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    return False

@@ -6,13 +6,11 @@ always runs to the end. The lesson module re-exports them: the notebook calls ``
 
 from __future__ import annotations
 
-import dis
-
 import torch
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, is_tensor, never_raises, passed, watching
+from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed, watching
 from . import decoder_layer_params
 
 
@@ -141,19 +139,6 @@ def check_lean_decoder_layer_params(fn) -> bool:
                   "正确：8·d² + 2·d·d_ff + 3·d。偏置和 β 只占很小一部分：d = 512 时约 0.1%。")
 
 
-def _has_loop(fn) -> bool:
-    """True if the function's code (or a comprehension inside it) has a Python ``for`` loop."""
-    codes = [getattr(fn, "__code__", None)]
-    while codes:
-        code = codes.pop()
-        if code is None:
-            continue
-        if any(ins.opname == "FOR_ITER" for ins in dis.get_instructions(code)):
-            return True
-        codes.extend(c for c in code.co_consts if hasattr(c, "co_code"))
-    return False
-
-
 def reverse_tokens_reference(src: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Every row's real tokens in reverse order, the padding still on the right (the check's truth)."""
     lengths = (src != pad_id).sum(-1, keepdim=True)                        # (B, 1)
@@ -172,7 +157,7 @@ def check_reverse_tokens(fn) -> bool:
     ok, got = attempt(fn, src.clone(), 0)
     if not ok or not is_tensor(got, src.shape, "reversed batch (B, S)", "倒序的批次 (B, S)"):
         return False
-    if _has_loop(fn):
+    if has_python_loop(fn):
         return fail("Your function loops over the batch in Python: build an index tensor instead (lengths − 1 − "
                     "position) and use torch.gather, so that a batch of 10 000 sequences costs one call.",
                     "你的函数用 Python 循环逐个处理：请改为构造一个索引张量（长度 − 1 − 位置）并用 torch.gather，"

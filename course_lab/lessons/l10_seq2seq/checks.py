@@ -13,8 +13,7 @@ import torch.nn.functional as F
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, is_tensor, never_raises, passed
-from ..l07_encoder_decoder.checks import _has_loop
+from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed
 from . import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
@@ -40,7 +39,7 @@ def _label_batch(seed: int = 10) -> torch.Tensor:
 def check_shift_right(fn) -> bool:
     """Exercise 1: ``fn(tgt_out, bos_id, eos_id, pad_id)`` = the teacher-forcing decoder input."""
     tgt_out = _label_batch()
-    if _has_loop(fn):
+    if has_python_loop(fn):
         return fail("Your function loops in Python: the exercise asks for tensor operations (a shift and a mask), "
                     "which run on the whole batch at once, on any device.",
                     "你的函数用了 Python 循环：这道练习要求用张量运算（一次平移加一个掩码），"
