@@ -8,7 +8,7 @@ Each check must accept the first and reject the other two; for the shortcut it m
 from __future__ import annotations
 
 import torch
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 import course_utils
 import course_utils.train

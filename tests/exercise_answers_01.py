@@ -1,5 +1,5 @@
 """Answers to the exercises of lesson 01, for tests/test_exercises.py: every exercise with a correct answer, a
-wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answers_08_14.py)."""
+wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answer.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 
 def _one_hot_lookup(ids, E):

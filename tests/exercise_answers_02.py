@@ -1,12 +1,12 @@
 """Answers to the exercises of lesson 02, for tests/test_exercises.py: every exercise with a correct answer, a
-wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answers_08_14.py)."""
+wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answer.py)."""
 
 from __future__ import annotations
 
 import math
 
 import torch
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 import course_utils
 from course_lab.lessons import l02_positional as l02

@@ -1,12 +1,12 @@
 """Answers to the exercises of lesson 03, for tests/test_exercises.py: each exercise with a correct answer, a
-plausible mistake and the shortcut it forbids (see exercise_answers_08_14.py for the table's format)."""
+plausible mistake and the shortcut it forbids (see exercise_answer.py for the table's format)."""
 
 from __future__ import annotations
 
 import math
 
 import torch
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 import course_utils
 

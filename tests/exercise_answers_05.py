@@ -1,10 +1,10 @@
 """Answers to the exercises of lesson 05 (masking), for tests/test_exercises.py: every exercise with a correct
-answer, a plausible mistake and the shortcut the exercise forbids (see exercise_answers_08_14.py for ``Answer``)."""
+answer, a plausible mistake and the shortcut the exercise forbids (see exercise_answer.py for ``Answer``)."""
 
 from __future__ import annotations
 
 import torch
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 
 def _left_padded(ids, pad_id):

@@ -1,12 +1,12 @@
 """Answers to the exercises of lesson 06 (FFN, residuals, LayerNorm, dropout), for tests/test_exercises.py: every
 exercise with a correct answer, a plausible mistake and the shortcut the exercise forbids (see
-exercise_answers_08_14.py for ``Answer``)."""
+exercise_answer.py for ``Answer``)."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 import course_utils
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 import torch
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 
 def _majority(train_labels, eval_labels):

@@ -1,12 +1,12 @@
 """Answers to the exercises of lesson 10, for tests/test_exercises.py: every exercise with a correct answer, a
-wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answers_08_14.py)."""
+wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answer.py)."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 from course_lab.lessons.l10_seq2seq import checks as c10
 from course_utils.masks import padding_mask

@@ -1,10 +1,10 @@
 """Answers to the exercises of lesson 11 (GPT), for tests/test_exercises.py: every exercise with a correct answer,
-a wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answers_08_14.py)."""
+a wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answer.py)."""
 
 from __future__ import annotations
 
 import torch
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 import course_utils
 from course_utils.sampling import top_p_filter

@@ -1,11 +1,11 @@
 """Answers to the exercises of lesson 12 (masked LM), for tests/test_exercises.py: every exercise with a correct
-answer, a wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answers_08_14.py)."""
+answer, a wrong one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answer.py)."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 from torch import nn
 
 from course_utils import mlm

@@ -1,12 +1,12 @@
 """Answers to the exercises of lesson 13, for tests/test_exercises.py: every exercise with a correct answer, a wrong
-one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answers_08_14.py)."""
+one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answer.py)."""
 
 from __future__ import annotations
 
 import references
 import torch
 import torch.nn.functional as F
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 from course_utils.pooling import masked_mean
 from course_utils.wordpiece import WordPieceTokenizer

@@ -1,10 +1,10 @@
 """Answers to the exercises of lesson 14, for tests/test_exercises.py: every exercise with a correct answer, a wrong
-one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answers_08_14.py)."""
+one (a plausible mistake) and the shortcut the exercise forbids (see exercise_answer.py)."""
 
 from __future__ import annotations
 
 import torch
-from exercise_answers_08_14 import Answer
+from exercise_answer import Answer
 
 
 def _cross_flops(b, t_q, t_k, d):

@@ -275,10 +275,10 @@ def _load_answers(path: Path) -> dict:
 
 
 def _all_answers() -> dict:
-    """Every tests/exercise_answers_*.py table, merged: {lesson module: [Answer, ...]} (08_14 first: it defines
-    the Answer class the others import)."""
+    """Every tests/exercise_answers_*.py table, merged: {lesson module: [Answer, ...]} (the record is
+    tests/exercise_answer.py's Answer)."""
     here = Path(__file__).parent
-    files = sorted(here.glob("exercise_answers_*.py"), key=lambda f: f.name != "exercise_answers_08_14.py")
+    files = sorted(here.glob("exercise_answers_*.py"))
     answers: dict = {}
     for path in files:
         for lesson, table in _load_answers(path).items():

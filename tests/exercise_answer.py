@@ -1,8 +1,8 @@
-"""Answers to the exercises of lessons 08-14, for tests/test_exercises.py: per lesson, every exercise with a correct
-answer, a wrong one (a plausible mistake) and the shortcut the exercise forbids.
+"""The record every tests/exercise_answers_NN.py table is made of (read by tests/test_exercises.py).
 
-Each check must accept the first and reject the other two; for the shortcut it must also print the teaching message
-``says`` (in English; the Chinese message is printed by the same branch).
+Per exercise: a correct answer, a wrong one (a plausible mistake) and the shortcut the exercise forbids. The check
+must accept the first and reject the other two; for the shortcut it must also print the teaching message ``says``
+(in English; the Chinese message is printed by the same branch).
 """
 
 from __future__ import annotations
@@ -19,6 +19,3 @@ class Answer:
     shortcut: Callable              # what the exercise rules out
     says: str                       # part of the message the shortcut gets
     args: tuple = field(default=())  # extra arguments of the check after the student's function
-
-
-ANSWERS: dict[str, list[Answer]] = {}   # every lesson's table now lives in its own file
