@@ -6,6 +6,7 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+from exercise_answers_11 import _min_p, _top_p  # the exercises' reference answers
 
 from course_lab import i18n
 from course_lab.lessons import l11_gpt as l11
@@ -161,19 +162,6 @@ def _not_implemented(*args):
 def _top_k(logits, k):
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]
     return logits.masked_fill(logits < kth, float("-inf"))
-
-
-def _min_p(logits, p_base):
-    probs = torch.softmax(logits, dim=-1)
-    return logits.masked_fill(probs < p_base * probs.amax(-1, keepdim=True), float("-inf"))
-
-
-def _top_p(logits, p):
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits, dim=-1)
-    before = probs.cumsum(-1) - probs
-    drop = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= p)
-    return logits.masked_fill(drop, float("-inf"))
 
 
 @pytest.mark.parametrize("check, good, bad, message", [

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import references
 import torch
+from exercise_answers_12 import _bert_mask as _solution_masking  # the exercise's reference answer
 
 from course_lab import i18n
 from course_lab.lessons import l12_masked_lm as l12
@@ -172,17 +173,6 @@ CHECKS = [l12.check_bert_masking, l12.check_whole_word_masking, l12.check_accura
 
 def _not_implemented(*args):
     raise NotImplementedError
-
-
-def _solution_masking(ids, mask_id, vocab_size, special_ids, p, generator):
-    special = torch.tensor(list(special_ids))
-    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, special)
-    u = torch.rand(ids.shape, generator=generator)
-    ordinary = torch.tensor([i for i in range(vocab_size) if i not in special_ids])
-    random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=generator)]
-    inputs = torch.where(selected & (u < 0.8), mask_id, ids)
-    inputs = torch.where(selected & (u >= 0.8) & (u < 0.9), random_ids, inputs)
-    return inputs, torch.where(selected, ids, -100)
 
 
 def _all_masked(ids, mask_id, vocab_size, special_ids, p, generator):   # a common mistake
