@@ -349,6 +349,30 @@ def test_committed_pair_code_is_identical_outside_comments(lesson):
     assert nbcheck.code_mismatches(en, zh) == []
 
 
+def _tokens_with_blank_strings(code: str) -> list[str]:
+    """The code's tokens, each string literal (every piece of an implicit concatenation) replaced by "", comments
+    and line breaks inside brackets dropped: what must be identical in both languages, token for token."""
+    import io
+    import re
+    import tokenize
+
+    code = re.sub(r"(?m)^[ \t]*[%!].*$", "", code)          # IPython magics and shell escapes are not Python
+    skip = (tokenize.COMMENT, tokenize.NL)
+    return ['""' if t.type == tokenize.STRING else t.string
+            for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type not in skip]
+
+
+@pytest.mark.parametrize("lesson", PAIRED)
+def test_committed_pair_has_the_same_tokens_with_strings_blanked(lesson):
+    """Stricter than nbcheck (which reads an implicit concatenation as one literal): the same number of string
+    pieces too, so that any naive EN/ZH diff of the code sees no difference."""
+    en, zh = _load(lesson)
+    code = [[_text(c) for c in nb["cells"] if c["cell_type"] == "code"] for nb in (en, zh)]
+    differing = [i for i, (a, b) in enumerate(zip(*code))
+                 if _tokens_with_blank_strings(a) != _tokens_with_blank_strings(b)]
+    assert not differing, f"{lesson}: code cells {differing} differ in tokens (give both languages as many pieces)"
+
+
 @pytest.mark.parametrize("lesson", PAIRED)
 def test_committed_zh_prose_is_chinese(lesson):
     assert nbcheck.untranslated_cells(_load(lesson)[1]) == []
