@@ -56,8 +56,10 @@ lab: $(SETUP_STAMP)
 	$(PYTHON) -m jupyterlab notebooks/ $(LAB_ROOT) $(LAB_HEADLESS) $(LAB_ARGS)
 
 # Missing CJK glyphs in matplotlib figures are errors, not warnings: a Chinese plot full of boxes must fail.
+# The notebooks run first, so that their times (printed at the end) are not slowed down by what the browser tests
+# leave running until the session ends (a browser, a JupyterLab server).
 test: $(SETUP_STAMP)
-	PYTHONWARNINGS="error:Glyph:UserWarning" $(PYTHON) -m pytest -p no:cacheprovider tests $(NOTEBOOK_DIRS) \
+	PYTHONWARNINGS="error:Glyph:UserWarning" $(PYTHON) -m pytest -p no:cacheprovider $(NOTEBOOK_DIRS) tests \
 		--nbval-lax --nbval-current-env --durations=0 $(PYTEST_ARGS)
 
 notebooks: $(SETUP_STAMP)
