@@ -153,7 +153,6 @@ def test_step_times_same_tokens_and_plot(tiny):
 
 # --- exercise checks ----------------------------------------------------------------------------------------
 
-CHECKS = [l11.check_gpt_block_params, l11.check_min_p, l11.check_top_p]
 
 def _not_implemented(*args):
     raise NotImplementedError
@@ -185,15 +184,6 @@ def test_checks_accept_the_solution_and_reject_mistakes(capsys, check, good, bad
     assert "✓" in capsys.readouterr().out
     assert check(bad) is False
     assert message in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check", CHECKS)
-def test_checks_handle_not_implemented_and_crashes(capsys, check):
-    assert check(_not_implemented) is False
-    assert "Not attempted yet" in capsys.readouterr().out
-    assert check(lambda *a: 1 / 0) is False
-    assert "ZeroDivisionError" in capsys.readouterr().out
-    assert check(lambda *a: "nonsense") is False
 
 
 def test_checks_speak_chinese(capsys):

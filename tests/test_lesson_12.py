@@ -169,7 +169,6 @@ def test_widget_speaks_chinese(tiny):
 
 # --- exercise checks ----------------------------------------------------------------------------------------
 
-CHECKS = [l12.check_bert_masking, l12.check_whole_word_masking, l12.check_accuracy_at, l12.check_unigram_baseline]
 
 def _not_implemented(*args):
     raise NotImplementedError
@@ -291,14 +290,6 @@ def test_check_unigram_baseline(capsys):
     everywhere = lambda t, lb, s: (lb == 7).float().mean()  # noqa: E731
     assert l12.check_unigram_baseline(everywhere) is False
     assert "every position" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check", CHECKS)
-def test_checks_handle_not_implemented_and_crashes(capsys, check):
-    assert check(_not_implemented) is False
-    assert "Not attempted yet" in capsys.readouterr().out
-    assert check(lambda *a: 1 / 0) is False
-    assert "ZeroDivisionError" in capsys.readouterr().out
 
 
 def test_checks_speak_chinese(capsys):
