@@ -12,32 +12,25 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
-from .layers import DecoderLayer, EncoderLayer
-from .models import Decoder, Encoder
 from .norm import LayerNorm
-
-
-def _check_pair(dst: torch.Tensor | None, src: torch.Tensor | None, what: str) -> None:
-    if (dst is None) != (src is None):
-        raise ValueError(f"{what}: one module has this parameter and the other does not (bias=True/False?)")
-    if dst is not None and dst.shape != src.shape:
-        raise ValueError(
-            f"{what}: shape {tuple(src.shape)} cannot be copied into {tuple(dst.shape)}: "
-            "build both modules with the same d_model, n_heads and d_ff"
-        )
-
 
 # Each *_pairs function lists (our tensor, torch's tensor, name) once; _transfer copies them either way, so the
 # two directions can never disagree about which tensor goes where.
 Pairs = list[tuple[torch.Tensor | None, torch.Tensor | None, str]]
 
 
+def _check_pair(dst: torch.Tensor | None, src: torch.Tensor | None, what: str) -> None:
+    if (dst is None) != (src is None):
+        raise ValueError(f"{what}: one module has this parameter and the other does not (bias=True/False?)")
+    if dst is not None and dst.shape != src.shape:
+        raise ValueError(f"{what}: shape {tuple(src.shape)} cannot be copied into {tuple(dst.shape)}: "
+                         "build both modules with the same d_model, n_heads and d_ff")
+
+
 def _mha_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> Pairs:
     if theirs.in_proj_weight is None:
-        raise ValueError(
-            "nn.MultiheadAttention with kdim/vdim != embed_dim has separate projections; "
-            "build it with kdim=vdim=embed_dim"
-        )
+        raise ValueError("nn.MultiheadAttention with kdim/vdim != embed_dim has separate projections; "
+                         "build it with kdim=vdim=embed_dim")
     return [(ours.qkv_proj.weight, theirs.in_proj_weight, "in_proj_weight"),
             (ours.qkv_proj.bias, theirs.in_proj_bias, "in_proj_bias"),
             (ours.out_proj.weight, theirs.out_proj.weight, "out_proj.weight"),
@@ -46,45 +39,31 @@ def _mha_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> Pairs
 
 def _norm_pairs(ours: nn.Module, theirs: nn.LayerNorm) -> Pairs:
     if not isinstance(ours, LayerNorm):
-        raise TypeError(
-            f"nn.LayerNorm can only be copied into course_utils LayerNorm, not {type(ours).__name__}"
-        )
+        raise TypeError(f"nn.LayerNorm can only be copied into course_utils LayerNorm, not {type(ours).__name__}")
     return [(ours.weight, theirs.weight, "norm.weight"), (ours.bias, theirs.bias, "norm.bias")]
 
 
-def _ffn_pairs(ours, theirs) -> Pairs:
-    return [(getattr(getattr(ours.ffn, lin), kind), getattr(getattr(theirs, lin), kind), f"{lin}.{kind}")
-            for lin in ("linear1", "linear2") for kind in ("weight", "bias")]
-
-
-def _check_norm_first(ours, theirs) -> None:
+def _layer_pairs(ours: nn.Module, theirs: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> Pairs:
+    """Encoder layer: self_attn, linear1/2, norm1/2; a decoder layer adds multihead_attn (our cross_attn), norm3."""
     if ours.res1.norm_first != theirs.norm_first:
         raise ValueError(f"norm_first differs (ours {ours.res1.norm_first}, torch {theirs.norm_first})")
-
-
-def _encoder_layer_pairs(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> Pairs:
-    _check_norm_first(ours, theirs)
-    return (_mha_pairs(ours.self_attn, theirs.self_attn) + _ffn_pairs(ours, theirs)
-            + _norm_pairs(ours.res1.norm, theirs.norm1) + _norm_pairs(ours.res2.norm, theirs.norm2))
-
-
-def _decoder_layer_pairs(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> Pairs:
-    _check_norm_first(ours, theirs)
-    pairs = _mha_pairs(ours.self_attn, theirs.self_attn) + _mha_pairs(ours.cross_attn, theirs.multihead_attn)
-    pairs += _ffn_pairs(ours, theirs)
-    for mine, their in ((ours.res1, theirs.norm1), (ours.res2, theirs.norm2), (ours.res3, theirs.norm3)):
-        pairs += _norm_pairs(mine.norm, their)
+    decoder = isinstance(theirs, nn.TransformerDecoderLayer)
+    pairs = _mha_pairs(ours.self_attn, theirs.self_attn)
+    if decoder:
+        pairs += _mha_pairs(ours.cross_attn, theirs.multihead_attn)
+    pairs += [(getattr(getattr(ours.ffn, lin), kind), getattr(getattr(theirs, lin), kind), f"{lin}.{kind}")
+              for lin in ("linear1", "linear2") for kind in ("weight", "bias")]
+    for i in range(1, 4 if decoder else 3):
+        pairs += _norm_pairs(getattr(ours, f"res{i}").norm, getattr(theirs, f"norm{i}"))
     return pairs
 
 
-def _stack_pairs(ours, theirs, layer_pairs) -> Pairs:
+def _stack_pairs(ours: nn.Module, theirs: nn.TransformerEncoder | nn.TransformerDecoder) -> Pairs:
     if len(ours.layers) != len(theirs.layers):
         raise ValueError(f"layer count differs: ours {len(ours.layers)}, torch {len(theirs.layers)}")
-    pairs = [p for mine, their in zip(ours.layers, theirs.layers) for p in layer_pairs(mine, their)]
+    pairs = [p for mine, their in zip(ours.layers, theirs.layers) for p in _layer_pairs(mine, their)]
     if (theirs.norm is None) != isinstance(ours.norm, nn.Identity):
-        raise ValueError(
-            "final norm: build ours with final_norm=True to match nn.Transformer (it always has one)"
-        )
+        raise ValueError("final norm: build ours with final_norm=True to match nn.Transformer (it always has one)")
     return pairs + (_norm_pairs(ours.norm, theirs.norm) if theirs.norm is not None else [])
 
 
@@ -94,14 +73,10 @@ def _pairs(ours: nn.Module, theirs: nn.Module) -> Pairs:
         return _mha_pairs(ours, theirs)
     if isinstance(theirs, nn.LayerNorm):
         return _norm_pairs(ours, theirs)
-    if isinstance(theirs, nn.TransformerEncoderLayer):
-        return _encoder_layer_pairs(ours, theirs)
-    if isinstance(theirs, nn.TransformerDecoderLayer):
-        return _decoder_layer_pairs(ours, theirs)
-    if isinstance(theirs, nn.TransformerEncoder):
-        return _stack_pairs(ours, theirs, _encoder_layer_pairs)
-    if isinstance(theirs, nn.TransformerDecoder):
-        return _stack_pairs(ours, theirs, _decoder_layer_pairs)
+    if isinstance(theirs, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
+        return _layer_pairs(ours, theirs)
+    if isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)):
+        return _stack_pairs(ours, theirs)
     if isinstance(theirs, nn.Transformer):   # ours: a course_utils Transformer, or any module with both stacks
         return _pairs(ours.encoder, theirs.encoder) + _pairs(ours.decoder, theirs.decoder)
     raise TypeError(f"no weight mapping for torch's {type(theirs).__name__}: expected nn.MultiheadAttention, "
@@ -131,34 +106,12 @@ def copy_to_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
     return theirs
 
 
-def load_mha_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
-    """Copy ``nn.MultiheadAttention`` (in_proj + out_proj) into our ``MultiHeadAttention``."""
-    return load_from_torch(ours, theirs)
-
-
-def load_norm_from_torch(ours: nn.Module, theirs: nn.LayerNorm) -> nn.Module:
-    return load_from_torch(ours, theirs)
-
-
-def load_encoder_layer_from_torch(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> EncoderLayer:
-    """Copy ``nn.TransformerEncoderLayer`` (self_attn, linear1/2, norm1/2) into our ``EncoderLayer``."""
-    return load_from_torch(ours, theirs)
-
-
-def load_decoder_layer_from_torch(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> DecoderLayer:
-    """Copy ``nn.TransformerDecoderLayer`` (self_attn, multihead_attn, linear1/2, norm1/2/3) into ours."""
-    return load_from_torch(ours, theirs)
-
-
-def load_encoder_from_torch(ours: Encoder, theirs: nn.TransformerEncoder) -> Encoder:
-    return load_from_torch(ours, theirs)
-
-
-def load_decoder_from_torch(ours: Decoder, theirs: nn.TransformerDecoder) -> Decoder:
-    return load_from_torch(ours, theirs)
-
-
-def load_transformer_from_torch(ours, theirs: nn.Transformer):
-    """Copy an ``nn.Transformer``'s encoder and decoder stacks into ``ours.encoder`` / ``ours.decoder``
-    (``ours`` is a course_utils ``Transformer`` or any module with those two attributes)."""
-    return load_from_torch(ours, theirs)
+# The per-module names the lessons use: load_from_torch finds the mapping from torch's module type. For
+# nn.Transformer, ``ours`` is a course_utils Transformer or any module with ``encoder`` and ``decoder`` stacks.
+load_mha_from_torch = load_from_torch
+load_norm_from_torch = load_from_torch
+load_encoder_layer_from_torch = load_from_torch
+load_decoder_layer_from_torch = load_from_torch
+load_encoder_from_torch = load_from_torch
+load_decoder_from_torch = load_from_torch
+load_transformer_from_torch = load_from_torch

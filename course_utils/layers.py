@@ -4,8 +4,7 @@
     post-norm (the paper):  x <- LayerNorm(x + Dropout(Sublayer(x)))
     pre-norm (GPT-2 etc.):  x <- x + Dropout(Sublayer(LayerNorm(x)))
 
-A decoder layer has three sublayers, and each one reads the output of the previous one — the residual stream is
-refreshed after *every* sublayer (masked self-attention -> cross-attention -> FFN).
+A decoder layer's three sublayers (masked self-attention -> cross-attention -> FFN) each read the previous one's output.
 """
 
 from __future__ import annotations
@@ -27,9 +26,7 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 class PositionwiseFeedForward(nn.Module):
     """Two linear maps with a non-linearity between them; the same weights at every position."""
 
-    def __init__(
-        self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: str = "relu", bias: bool = True
-    ):
+    def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: str = "relu", bias: bool = True):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
@@ -46,16 +43,8 @@ class PositionwiseFeedForward(nn.Module):
 class Residual(nn.Module):
     """Wraps a sublayer with dropout, the skip connection and normalisation (post- or pre-norm)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        eps: float = 1e-5,
-        norm: str = "layer",
-        bias: bool = True,
-    ):
+    def __init__(self, d_model: int, *, dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
+                 norm: str = "layer", bias: bool = True):
         super().__init__()
         self.norm = make_norm(norm, d_model, eps=eps, bias=bias)
         self.dropout = nn.Dropout(check_probability(dropout))
@@ -68,29 +57,14 @@ class Residual(nn.Module):
 
 
 class _Layer(nn.Module):
-    """Shared constructor: ``n_sublayers`` residual wrappers, an FFN and the hyperparameters every site needs.
-
-    ``dropout`` is the residual dropout; ``attn_dropout`` (on the attention weights) and ``ffn_dropout`` (between
-    the two linear maps) default to it. ``bias`` applies to every linear map and LayerNorm β.
-    """
+    """Shared constructor: ``n_sublayers`` residual wrappers and an FFN; keywords as in ``config.LayerConfig``
+    (``attn_dropout`` and ``ffn_dropout`` default to ``dropout``; ``bias`` reaches every linear map and β)."""
 
     n_sublayers = 2
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        dropout: float = 0.1,
-        attn_dropout: float | None = None,
-        ffn_dropout: float | None = None,
-        activation: str = "relu",
-        norm_first: bool = False,
-        eps: float = 1e-5,
-        norm: str = "layer",
-        bias: bool = True,
-    ):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.1,
+                 attn_dropout: float | None = None, ffn_dropout: float | None = None, activation: str = "relu",
+                 norm_first: bool = False, eps: float = 1e-5, norm: str = "layer", bias: bool = True):
         super().__init__()
         attn_dropout = dropout if attn_dropout is None else attn_dropout
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attn_dropout, bias=bias)
@@ -107,15 +81,8 @@ class _Layer(nn.Module):
 class EncoderLayer(_Layer):
     """Self-attention + FFN, each in a residual sublayer. With ``is_causal=True`` it is a GPT block."""
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        key_keep_mask: torch.Tensor | None = None,
-        is_causal: bool = False,
-        cache: KVCache | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, key_keep_mask: torch.Tensor | None = None,
+                is_causal: bool = False, cache: KVCache | None = None) -> torch.Tensor:
         def attend(h):
             return self.self_attn(h, mask=mask, key_keep_mask=key_keep_mask, is_causal=is_causal, cache=cache)
 
@@ -128,16 +95,9 @@ class DecoderLayer(_Layer):
 
     n_sublayers = 3
 
-    def forward(
-        self,
-        y: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-        *,
-        is_causal: bool = True,
-        cache: KVCache | None = None,
-    ) -> torch.Tensor:
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None, *, is_causal: bool = True,
+                cache: KVCache | None = None) -> torch.Tensor:
         """y ``(B, T_t, C)`` target states; memory ``(B, T_s, C)`` encoder output; memory_mask is the *source*
         padding mask ``(B, 1, 1, T_s)`` so no query attends to source padding."""
         check_memory(memory)
@@ -149,8 +109,6 @@ class DecoderLayer(_Layer):
 def check_memory(memory) -> None:
     """A decoder without the encoder's output would silently run self-attention only: refuse it."""
     if memory is None:
-        raise ValueError(
-            "a decoder layer needs the encoder's output: pass memory=encoder(src) of shape (B, T_s, d_model); "
-            "for a decoder-only model (GPT) use an Encoder with is_causal=True instead"
-        )
+        raise ValueError("a decoder layer needs the encoder's output: pass memory=encoder(src) of shape (B, T_s, "
+                         "d_model); for a decoder-only model (GPT) use an Encoder with is_causal=True instead")
     check_rank(memory, "memory", (3,), "(B, T_s, d_model)")

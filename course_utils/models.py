@@ -1,15 +1,9 @@
 """Whole models built from the layers (lessons 07, 09–13).
 
-* ``Encoder`` / ``Decoder``: N stacked layers (+ an optional final norm, needed with pre-norm).
-* ``Transformer``: the paper's encoder–decoder for seq2seq, with embeddings ×√d_model, sinusoidal positions, the
-  output layer (logits over the target vocabulary) and optional weight tying.
-* ``EncoderClassifier``: encoder + masked mean (or [CLS]) pooling + linear head.
-* ``GPT``: decoder-only language model (causal self-attention, no cross-attention), KV cache for generation.
-* ``MaskedLM``: BERT-style encoder with a masked-token prediction head.
-
-Constructors take the vocabulary size(s) positionally and everything else by keyword, with the same names in every
-model (``max_len`` is the longest sequence, ``n_layers``/``d_model``/``n_heads``/``d_ff`` the shape); the shared
-layer hyperparameters (dropout per site, activation, norm_first, eps, norm, bias) are a ``config.LayerConfig``.
+``Encoder`` / ``Decoder`` stack N layers (+ the final norm pre-norm needs); ``Transformer`` is the paper's
+encoder–decoder, ``EncoderClassifier`` encoder + pooling + head, ``GPT`` a decoder-only LM, ``MaskedLM`` BERT-style.
+Vocabulary sizes are positional, everything else keyword-only with the same names in every model; the shared layer
+hyperparameters (dropout per site, activation, norm_first, eps, norm, bias) are a ``config.LayerConfig``.
 """
 
 from __future__ import annotations
@@ -26,31 +20,23 @@ from .pooling import check_keep_mask, masked_mean
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
 from .validation import check_bool, check_rank
 
+_POSITIONAL = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEmbedding}
+
 
 class _LayerStack(nn.Module):
     """N identical layers (``layer_class``) plus the final norm that pre-norm needs."""
 
     layer_class: type[nn.Module]
 
-    def __init__(
-        self,
-        n_layers: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        final_norm: bool | None = None,
-        config: LayerConfig | None = None,
-        **layer,
-    ):
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, *, final_norm: bool | None = None,
+                 config: LayerConfig | None = None, **layer):
         super().__init__()
         if config is not None and layer:
             raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
         cfg = config or LayerConfig.merge(layer)
         check_size(n_layers, "n_layers")
-        self.layers = nn.ModuleList(
-            self.layer_class(d_model, n_heads, d_ff, **cfg.as_kwargs()) for _ in range(n_layers)
-        )
+        kwargs = cfg.as_kwargs()
+        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, **kwargs) for _ in range(n_layers))
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
         final_norm = cfg.norm_first if final_norm is None else check_bool(final_norm, "final_norm")
         self.norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias) if final_norm else nn.Identity()
@@ -89,22 +75,9 @@ class Transformer(nn.Module):
     right (starts with <bos>); the loss compares the logits with the target shifted left (teacher forcing).
     """
 
-    def __init__(
-        self,
-        src_vocab: int,
-        tgt_vocab: int,
-        *,
-        d_model: int = 512,
-        n_heads: int = 8,
-        n_encoder_layers: int = 6,
-        n_decoder_layers: int = 6,
-        d_ff: int | None = 2048,
-        max_len: int = 512,
-        pad_id: int = 0,
-        tie_weights: bool = False,
-        final_norm: bool | None = None,
-        **layer,
-    ):
+    def __init__(self, src_vocab: int, tgt_vocab: int, *, d_model: int = 512, n_heads: int = 8,
+                 n_encoder_layers: int = 6, n_decoder_layers: int = 6, d_ff: int | None = 2048, max_len: int = 512,
+                 pad_id: int = 0, tie_weights: bool = False, final_norm: bool | None = None, **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer)
         src_vocab, tgt_vocab = check_size(src_vocab, "src_vocab"), check_size(tgt_vocab, "tgt_vocab")
@@ -129,22 +102,16 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src, self.pad_id)
         return self.encoder(self.src_pos(self.src_embed(src)), src_mask), src_mask
 
-    def decode(
-        self,
-        tgt_in: torch.Tensor,
-        memory: torch.Tensor,
-        src_mask: torch.Tensor | None,
-        cache: KVCache | None = None,
-    ) -> torch.Tensor:
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None,
+               cache: KVCache | None = None) -> torch.Tensor:
         """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``. With a cache, pass only the new tokens."""
         check_rank(tgt_in, "tgt_in", (2,), "(B, T_t) token ids")
         if cache is not None:
             cache.bind(self)
         offset = cache.offset if cache is not None else 0
         y = self.tgt_pos(self.tgt_embed(tgt_in), offset=offset)
-        # Padding in the target only ever sits *after* the real tokens, and the causal mask already stops real
-        # queries from seeing later positions, so no target padding mask is needed (those positions' losses are
-        # ignored instead).
+        # No target padding mask: padding only sits *after* the real tokens, which the causal mask already hides
+        # from them (the padded positions' losses are ignored instead).
         y = self.decoder(y, memory, None, src_mask, is_causal=True, cache=cache)
         if cache is not None:
             cache.advance(tgt_in.size(1))
@@ -158,21 +125,9 @@ class Transformer(nn.Module):
 class EncoderClassifier(nn.Module):
     """Encoder + pooling + linear head: ids ``(B, T)`` -> class logits ``(B, n_classes)`` (lesson 09)."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        n_classes: int,
-        *,
-        d_model: int = 128,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        d_ff: int | None = None,
-        max_len: int = 512,
-        pad_id: int = 0,
-        pool: str = "mean",
-        positional: str = "sinusoidal",
-        **layer,
-    ):
+    def __init__(self, vocab_size: int, n_classes: int, *, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
+                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, pool: str = "mean",
+                 positional: str = "sinusoidal", **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer)
         if pool not in ("mean", "cls"):
@@ -180,13 +135,10 @@ class EncoderClassifier(nn.Module):
         if check_size(n_classes, "n_classes") < 2:
             raise ValueError(f"n_classes must be >= 2 (a softmax over one class is always 1), got {n_classes}")
         self.pad_id, self.pool, self.max_len = check_pad_id(pad_id, check_size(vocab_size, "vocab_size")), pool, max_len
-        self.embed = TokenEmbedding(vocab_size, d_model)
-        if positional == "sinusoidal":
-            self.pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
-        elif positional == "learned":
-            self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
-        else:
+        if positional not in _POSITIONAL:
             raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        self.embed = TokenEmbedding(vocab_size, d_model)
+        self.pos = _POSITIONAL[positional](d_model, max_len=max_len, dropout=cfg.dropout)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
         self.head = nn.Linear(d_model, n_classes, bias=cfg.bias)
         nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
@@ -195,9 +147,8 @@ class EncoderClassifier(nn.Module):
         check_rank(ids, "ids", (2,), "(B, T) token ids")
         mask = padding_mask(ids, self.pad_id)  # (B, 1, 1, T)
         h = self.encoder(self.pos(self.embed(ids)), mask)  # (B, T, C)
-        if self.pool == "cls":
-            return self.head(h[:, 0])
-        return self.head(masked_mean(h, mask[:, 0, 0, :]))  # (B, C) -> (B, n_classes)
+        pooled = h[:, 0] if self.pool == "cls" else masked_mean(h, mask[:, 0, 0, :])  # (B, C)
+        return self.head(pooled)  # (B, n_classes)
 
 
 class GPT(nn.Module):
@@ -207,18 +158,8 @@ class GPT(nn.Module):
     ``max_len`` is the context window (nanoGPT's ``block_size``). Pass a ``KVCache`` to feed only the new tokens.
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        *,
-        max_len: int = 256,
-        n_layers: int = 6,
-        n_heads: int = 6,
-        d_model: int = 384,
-        d_ff: int | None = None,
-        tie_weights: bool = True,
-        **layer,
-    ):
+    def __init__(self, vocab_size: int, *, max_len: int = 256, n_layers: int = 6, n_heads: int = 6, d_model: int = 384,
+                 d_ff: int | None = None, tie_weights: bool = True, **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer, norm_first=True, activation="gelu")
         self.max_len = check_size(max_len, "max_len")
@@ -237,10 +178,8 @@ class GPT(nn.Module):
             cache.bind(self)
         offset = cache.offset if cache is not None else 0
         if offset + ids.size(1) > self.max_len:
-            raise ValueError(
-                f"GPT context is {self.max_len} tokens but got {offset + ids.size(1)}: crop the input "
-                f"to its last {self.max_len} tokens (generate() does this) or build a longer model"
-            )
+            raise ValueError(f"GPT context is {self.max_len} tokens but got {offset + ids.size(1)}: crop the input to "
+                             f"its last {self.max_len} tokens (generate() does this) or build a longer model")
         x = self.pos(self.embed(ids), offset=offset)  # (B, T, C)
         x = self.blocks(x, is_causal=True, cache=cache)
         if cache is not None:
@@ -251,18 +190,8 @@ class GPT(nn.Module):
 class MaskedLM(nn.Module):
     """BERT-style encoder + prediction head over the vocabulary for masked positions (lesson 12)."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        *,
-        d_model: int = 128,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        d_ff: int | None = None,
-        max_len: int = 512,
-        pad_id: int = 0,
-        **layer,
-    ):
+    def __init__(self, vocab_size: int, *, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
+                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer, activation="gelu", eps=1e-12)
         self.pad_id, self.max_len = check_pad_id(pad_id, check_size(vocab_size, "vocab_size")), max_len
@@ -270,9 +199,8 @@ class MaskedLM(nn.Module):
         self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
         self.embed_norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
-        norm = dict(eps=cfg.eps, bias=cfg.bias)
         self.transform = nn.Sequential(nn.Linear(d_model, d_model, bias=cfg.bias), nn.GELU(),
-                                       make_norm(cfg.norm, d_model, **norm))
+                                       make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias))
         self.decoder = nn.Linear(d_model, vocab_size, bias=cfg.bias)
         # BERT initialises *both* tables with std 0.02: with nn.Embedding's default N(0, 1) positions, the token
         # signal would be 50× weaker than the position signal after embed_norm, and the model could not learn.
