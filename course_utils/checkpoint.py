@@ -1,20 +1,15 @@
 """Safe, atomic, resumable checkpoints (lesson 09; used by ``course_utils.train.fit``).
 
-A checkpoint is one ``torch.save`` file holding only tensors and plain Python containers, numbers and
-strings, so it is always read back with ``torch.load(path, weights_only=True)``: unpickling arbitrary
-objects can run arbitrary code, and a course must never teach loading checkpoints that way. Contents::
+A checkpoint is one ``torch.save`` file of tensors and plain Python values, always read back with
+``torch.load(path, weights_only=True)`` (unpickling arbitrary objects can run arbitrary code)::
 
     {"format": "course_utils.checkpoint/1", "step": int, "model": state_dict,
      "optimizer": state_dict | None, "optimizer_type": str | None, "scheduler": state_dict | None,
      "scheduler_type": str | None, "history": dict | None, "rng": {...}, "extra": dict,
      "torch_version": str}
 
-Writes are atomic and verified: the data goes to a temporary file in the same directory, is flushed,
-``fsync``-ed and read back with ``weights_only=True``, then ``os.replace``-d over the old file. An
-interrupted save (Ctrl+C, a full disk, a crash) therefore leaves the previous complete checkpoint
-untouched; Ctrl+C during the write is held until the file is complete, then delivered. Temporary files
-left by a killed process are removed by the next save or load. Reading checks every entry's zip CRC-32
-first, so a flipped bit anywhere in the file is reported instead of loaded.
+Writes are atomic and verified and hold Ctrl+C until the file is complete; reading checks every zip CRC-32
+first; temp files of a killed save are removed by the next save or load (see ``course_utils.safe_files``).
 """
 
 from __future__ import annotations
@@ -32,10 +27,8 @@ from torch import nn
 from .rng import get_rng_state, set_rng_state
 from .safe_files import crc_problem, defer_interrupts, fsync_directory, remove_stale_temps, torch_reason, write_atomic
 
-__all__ = [
-    "CheckpointError", "save_checkpoint", "load_checkpoint", "get_rng_state", "set_rng_state",
-    "defer_interrupts",
-]
+__all__ = ["CheckpointError", "save_checkpoint", "load_checkpoint", "get_rng_state", "set_rng_state",
+           "defer_interrupts"]
 
 FORMAT = "course_utils.checkpoint/1"
 
@@ -48,18 +41,20 @@ def _unwrap(model: nn.Module) -> nn.Module:
     # torch.compile wraps the model in an OptimizedModule (keys "_orig_mod.…"), DistributedDataParallel in a
     # module whose keys start with "module.": saving/loading the inner module keeps checkpoints interchangeable
     # between compiled, distributed and plain models.
-    while True:
-        if hasattr(model, "_orig_mod"):
-            model = model._orig_mod
-        elif isinstance(model, nn.parallel.DistributedDataParallel):
-            model = model.module
-        else:
-            return model
+    while hasattr(model, "_orig_mod") or isinstance(model, nn.parallel.DistributedDataParallel):
+        model = model._orig_mod if hasattr(model, "_orig_mod") else model.module
+    return model
 
 
 # What torch.load(weights_only=True) reads back, leaf by leaf (exact types: a float or str *subclass* such as
 # numpy.float64 or an Enum is pickled by its class and refused on load).
 _PLAIN_LEAVES = (type(None), bool, int, float, complex, str, bytes, bytearray, torch.device, torch.dtype)
+_HINTS = (
+    ((datetime.date, datetime.time, datetime.timedelta),
+     "store value.isoformat() (a str) or value.timestamp() (a float) instead"),
+    (np.ndarray, "store torch.from_numpy(array) or array.tolist() instead"),
+    (os.PathLike, "store str(path) instead"),
+)
 
 
 def _plain(value: Any, where: str) -> Any:
@@ -71,58 +66,33 @@ def _plain(value: Any, where: str) -> Any:
         return value.item()
     if type(value) in (list, tuple, set, frozenset):
         items = [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
-        changed = any(a is not b for a, b in zip(items, value))
-        return type(value)(items) if changed else value
+        return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
     if isinstance(value, dict) and type(value).__module__ in ("builtins", "collections"):
         out = {_plain(k, where): _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
-        if all(a is b for a, b in zip(out, value)) and all(out[k] is value[k] for k in value):
+        if all(a is b and out[a] is value[b] for a, b in zip(out, value)):
             return value
         new = type(value)(out)
         if hasattr(value, "_metadata"):  # a state_dict keeps its module versions here
             new._metadata = value._metadata
         return new
-    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
-        hint = "store value.isoformat() (a str) or value.timestamp() (a float) instead"
-    elif isinstance(value, np.ndarray):
-        hint = "store torch.from_numpy(array) or array.tolist() instead"
-    elif isinstance(value, os.PathLike):
-        hint = "store str(path) instead"
-    else:
-        hint = "store tensors, numbers, strings, lists and dicts only (e.g. .tolist(), str(...))"
+    hint = next((h for types, h in _HINTS if isinstance(value, types)),
+                "store tensors, numbers, strings, lists and dicts only (e.g. .tolist(), str(...))")
     raise TypeError(
         f"{where} holds a {type(value).__module__}.{type(value).__qualname__}, which "
         f"torch.load(weights_only=True) cannot read back, so the checkpoint was not written: {hint}"
     )
 
 
-def _check_plain(value: Any, where: str) -> None:
-    """Refuse, at save time, anything ``weights_only=True`` would refuse at load time."""
-    _plain(value, where)
-
-
-# ------------------------------------------------------------------------------------------------ save
-def _state_type(obj: Any) -> str | None:
-    return None if obj is None else type(obj).__name__
-
-
-def save_checkpoint(
-    path: str | os.PathLike,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer | None = None,
-    scheduler: Any = None,
-    step: int = 0,
-    history: Any = None,
-    extra: dict[str, Any] | None = None,
-) -> Path:
+def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    scheduler: Any = None, step: int = 0, history: Any = None,
+                    extra: dict[str, Any] | None = None) -> Path:
     """Atomically write a checkpoint after ``step`` completed updates; returns the path.
 
-    ``history`` may be a ``course_utils.train.History`` (stored via ``.to_dict()``), a plain dict or ``None``.
-    ``extra`` must hold only tensors and plain Python values (it is loaded with ``weights_only=True``);
-    numpy scalars are stored as Python numbers, anything the safe loader could not read back (a datetime,
-    a numpy array, an arbitrary object, also in a model's extra state or a schedule's state) is refused
-    here with a ``TypeError``, and the file just written is read back once to prove it loads.
-    The current RNG states are stored too, so a resumed run draws the same dropout masks and batches.
-    Ctrl+C during the write is held until the file is complete (see :func:`defer_interrupts`).
+    ``history``: a ``course_utils.train.History`` (stored via ``.to_dict()``), a plain dict or ``None``.
+    ``extra``: tensors and plain Python values only; numpy scalars are stored as Python numbers, anything the
+    safe loader could not read back (a datetime, a numpy array, an object, also in a model's extra state or a
+    schedule's state) is refused with a ``TypeError``. The RNG states are stored too, so a resumed run draws
+    the same dropout masks and batches. Ctrl+C during the write is held until the file is complete.
     """
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
@@ -132,19 +102,13 @@ def save_checkpoint(
     if path.is_dir():
         raise ValueError(f"checkpoint path {path} is a directory: pass a file name like {path / 'last.pt'}")
     history_dict = history.to_dict() if hasattr(history, "to_dict") else history
-    payload = {
-        "format": FORMAT,
-        "step": step,
-        "model": _plain(_unwrap(model).state_dict(), "the model's state_dict"),
-        "optimizer": _plain(optimizer.state_dict(), "the optimizer's state_dict") if optimizer else None,
-        "optimizer_type": _state_type(optimizer),
-        "scheduler": _plain(scheduler.state_dict(), "the scheduler's state_dict") if scheduler else None,
-        "scheduler_type": _state_type(scheduler),
-        "history": _plain(history_dict, "history"),
-        "rng": get_rng_state(),
-        "extra": _plain(dict(extra or {}), "extra"),
-        "torch_version": str(torch.__version__),  # TorchVersion is a class weights_only refuses
-    }
+    payload = {"format": FORMAT, "step": step, "model": _plain(_unwrap(model).state_dict(), "the model's state_dict")}
+    for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
+        payload[name] = None if obj is None else _plain(obj.state_dict(), f"the {name}'s state_dict")
+        payload[f"{name}_type"] = None if obj is None else type(obj).__name__
+    payload.update(history=_plain(history_dict, "history"), rng=get_rng_state(),
+                   extra=_plain(dict(extra or {}), "extra"),
+                   torch_version=str(torch.__version__))  # TorchVersion is a class weights_only refuses
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
     with defer_interrupts():
@@ -161,132 +125,100 @@ def _read(path: Path, map_location: Any) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {path} {problem}; {advice}")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as err:
-        if "unsupported global" in str(err).lower():  # a class/function the safe loader will not import
-            raise CheckpointError(
+    except Exception as err:  # torch raises UnpicklingError, OSError, EOFError, KeyError... for damaged files
+        if isinstance(err, pickle.UnpicklingError) and "unsupported global" in str(err).lower():
+            raise CheckpointError(  # a class/function the safe loader will not import
                 f"{path} contains Python objects that are not tensors or plain values ({torch_reason(err)}), "
                 "so torch.load(weights_only=True) refused it (unpickling them could run arbitrary code); "
                 f"course_utils.save_checkpoint never writes such files. {advice[0].upper()}{advice[1:]}"
             ) from None
-        raise CheckpointError(
-            f"checkpoint {path} is corrupt or truncated ({torch_reason(err)}); {advice}"
-        ) from None
-    except Exception as err:  # torch raises OSError, EOFError, KeyError, RuntimeError... for damaged files
-        raise CheckpointError(
-            f"checkpoint {path} is corrupt or truncated ({type(err).__name__}: {torch_reason(err)}); {advice}"
-        ) from None
+        kind = "" if isinstance(err, pickle.UnpicklingError) else f"{type(err).__name__}: "
+        reason = f"{kind}{torch_reason(err)}"
+        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({reason}); {advice}") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT or "model" not in ckpt:
         keys = sorted(map(str, ckpt))[:5] if isinstance(ckpt, dict) else type(ckpt).__name__
-        raise CheckpointError(
-            f"{path} is not a course_utils checkpoint (found {keys}). For a bare state_dict use "
-            "model.load_state_dict(torch.load(path, weights_only=True))"
-        )
+        raise CheckpointError(f"{path} is not a course_utils checkpoint (found {keys}). For a bare state_dict "
+                              "use model.load_state_dict(torch.load(path, weights_only=True))")
     return ckpt
 
 
 def _state_dict_error(err: RuntimeError, limit: int = 12) -> str:
-    """load_state_dict's own list of missing/unexpected keys and size mismatches, kept whole (up to
-    ``limit`` lines): the first line alone says nothing about *what* differs."""
+    """load_state_dict's list of missing/unexpected keys and size mismatches, whole (up to ``limit`` lines)."""
     lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
-    shown = "; ".join(lines[:limit])
     more = f"; ... and {len(lines) - limit} more" if len(lines) > limit else ""
-    return shown + more if lines else str(err)
+    return "; ".join(lines[:limit]) + more if lines else str(err)
 
 
-def _check_optimizer(path: Path, ckpt: dict[str, Any], optimizer: torch.optim.Optimizer) -> None:
-    """The saved optimizer must be of the same kind: SGD's state in an AdamW (or the reverse) loads without
-    error in torch and then fails at the first step, or silently replaces the learning rate."""
-    saved_type = ckpt.get("optimizer_type")
-    saved_keys = set(ckpt["optimizer"]["param_groups"][0]) if ckpt["optimizer"].get("param_groups") else set()
-    now_keys = set(optimizer.param_groups[0]) if optimizer.param_groups else set()
-    differs = (saved_type is not None and saved_type != type(optimizer).__name__) or (
-        saved_type is None and saved_keys and not saved_keys <= now_keys | {"initial_lr"})
-    if differs:
-        raise CheckpointError(
-            f"{path} holds the state of a {saved_type or 'different'} optimizer, but a "
-            f"{type(optimizer).__name__} was passed: resume with the same optimizer as the saved run "
-            "(same class and parameter groups), or load only the weights with load_checkpoint(path, model) "
-            "and start the new optimizer from scratch"
-        )
-
-
-def _check_scheduler(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: Any) -> None:
-    saved = ckpt.get("scheduler")
+def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: Any) -> None:
+    """Refuse to resume with another kind of optimizer or schedule: SGD's state in an AdamW (or the reverse)
+    loads without error in torch, then fails at the first step or silently replaces the learning rate."""
+    if optimizer is not None:
+        if ckpt.get("optimizer") is None:
+            raise CheckpointError(f"{path} was saved without an optimizer state, so the optimizer passed cannot "
+                                  "resume from it: load only the weights with load_checkpoint(path, model) and "
+                                  "start the optimizer from scratch")
+        saved_type = ckpt.get("optimizer_type")
+        saved_keys = set(ckpt["optimizer"]["param_groups"][0]) if ckpt["optimizer"].get("param_groups") else set()
+        now_keys = set(optimizer.param_groups[0]) if optimizer.param_groups else set()
+        if (saved_type is not None and saved_type != type(optimizer).__name__) or (
+                saved_type is None and saved_keys and not saved_keys <= now_keys | {"initial_lr"}):
+            raise CheckpointError(
+                f"{path} holds the state of a {saved_type or 'different'} optimizer, but a "
+                f"{type(optimizer).__name__} was passed: resume with the same optimizer (class and parameter "
+                "groups) as the saved run, or load only the weights with load_checkpoint(path, model) and start "
+                "the new optimizer from scratch"
+            )
+    saved, saved_type = ckpt.get("scheduler"), ckpt.get("scheduler_type")
     if scheduler is not None and saved is None:
-        raise CheckpointError(
-            f"{path} was saved without a learning-rate schedule, but one was passed now: resuming would "
-            "restart the schedule at step 0 in the middle of the run. Resume with the same setting as the "
-            "saved run (fit(..., schedule=None)), or delete the checkpoint to train from scratch with the schedule"
-        )
+        raise CheckpointError(f"{path} was saved without a learning-rate schedule, but one was passed now: it "
+                              "would restart at step 0 mid-run. Resume with the saved run's setting (fit(..., "
+                              "schedule=None)), or delete the checkpoint to train from scratch with the schedule")
     if scheduler is None and saved is not None and optimizer is not None:
-        raise CheckpointError(
-            f"{path} was saved with a learning-rate schedule ({ckpt.get('scheduler_type') or 'a scheduler'}), "
-            "but none was passed now: the learning rate would stay frozen at its last value. Pass the same "
-            "schedule as the saved run, or load only the weights with load_checkpoint(path, model)"
-        )
-    saved_type = ckpt.get("scheduler_type")
+        raise CheckpointError(f"{path} was saved with a learning-rate schedule ({saved_type or 'a scheduler'}), "
+                              "but none was passed now: the learning rate would stay frozen at its last value. "
+                              "Pass the same schedule, or load only the weights with load_checkpoint(path, model)")
     if scheduler is not None and saved_type is not None and saved_type != type(scheduler).__name__:
-        raise CheckpointError(
-            f"{path} holds the state of a {saved_type}, but a {type(scheduler).__name__} was passed: resume "
-            "with the same kind of schedule as the saved run"
-        )
+        raise CheckpointError(f"{path} holds the state of a {saved_type}, but a {type(scheduler).__name__} was "
+                              "passed: resume with the same kind of schedule as the saved run")
 
 
-def load_checkpoint(
-    path: str | os.PathLike,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer | None = None,
-    scheduler: Any = None,
-    map_location: Any = None,
-    *,
-    restore_rng: bool = False,
-) -> dict[str, Any]:
+def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    scheduler: Any = None, map_location: Any = None, *, restore_rng: bool = False) -> dict[str, Any]:
     """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler`` if given); return the whole dict.
 
-    The file's CRC-32 checksums are verified, then it is read with ``torch.load(..., weights_only=True)``.
-    ``map_location=None`` reads tensors onto the CPU first (so a GPU checkpoint opens on any machine);
-    ``load_state_dict`` then copies them to wherever the model and optimizer live. ``restore_rng=True``
-    (what ``fit`` does when resuming) also restores the global RNG states, so training continues with
-    exactly the random numbers it would have drawn. Resuming needs the same kind of optimizer as the saved
-    run, and a scheduler exactly when the run had one (else :class:`CheckpointError` says what differs).
+    The CRC-32s are verified, then the file is read with ``torch.load(..., weights_only=True)``;
+    ``map_location=None`` reads tensors onto the CPU first (a GPU checkpoint opens on any machine), then
+    ``load_state_dict`` copies them to wherever the model and optimizer live. ``restore_rng=True`` (what
+    ``fit`` does when resuming) restores the global RNG states too. Resuming needs the same kind of optimizer
+    as the saved run, and a scheduler exactly when it had one (else :class:`CheckpointError`).
     The returned dict has ``"step"``, ``"history"`` (a plain dict), ``"extra"`` and the state dicts.
     """
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a directory: pass the checkpoint file inside it, e.g. {path / 'last.pt'}")
     if not path.is_file():
-        raise FileNotFoundError(
-            f"no checkpoint at {path}: check the path, or train first with fit(..., checkpoint_path=...)"
-        )
+        raise FileNotFoundError(f"no checkpoint at {path}: check the path, or train first with "
+                                "fit(..., checkpoint_path=...)")
     target = _unwrap(model)
     if any(t.is_meta for t in (*target.parameters(), *target.buffers())):
         raise ValueError("the model is on the meta device (shapes without storage), where loading weights does "
                          "nothing: build it on a real device, or call model.to_empty(device='cpu') first")
     remove_stale_temps(path)
     ckpt = _read(path, "cpu" if map_location is None else map_location)
-    if optimizer is not None and ckpt.get("optimizer") is None:
-        raise CheckpointError(
-            f"{path} was saved without an optimizer state, so the optimizer passed cannot resume from it: "
-            "load only the weights with load_checkpoint(path, model) and start the optimizer from scratch"
-        )
-    if optimizer is not None:
-        _check_optimizer(path, ckpt, optimizer)
-    _check_scheduler(path, ckpt, optimizer, scheduler)
+    _check_states(path, ckpt, optimizer, scheduler)
     try:
-        _unwrap(model).load_state_dict(ckpt["model"])
+        target.load_state_dict(ckpt["model"])
     except RuntimeError as err:
-        raise CheckpointError(
-            f"checkpoint {path} does not match this model ({_state_dict_error(err)}): build the model "
-            "with the same hyperparameters as when it was saved, or delete the checkpoint to start over"
-        ) from None
+        raise CheckpointError(f"checkpoint {path} does not match this model ({_state_dict_error(err)}): build "
+                              "the model with the same hyperparameters as when it was saved, or delete the "
+                              "checkpoint to start over") from None
     if optimizer is not None:
         try:
             optimizer.load_state_dict(ckpt["optimizer"])
         except (ValueError, KeyError) as err:
-            raise CheckpointError(
-                f"the optimizer state in {path} does not fit this optimizer ({err}): use the same "
-                "optimizer and parameter groups as the saved run, or delete the checkpoint"
-            ) from None
+            raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({err}): use the "
+                                  "same optimizer and parameter groups as the saved run, or delete the checkpoint"
+                                  ) from None
     if scheduler is not None:
         scheduler.load_state_dict(ckpt["scheduler"])
     if restore_rng:
