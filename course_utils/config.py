@@ -1,9 +1,8 @@
 """The hyperparameters every layer of a model shares, in one checked object (lessons 06, 07, 09–12).
 
-Every model (``Transformer``, ``EncoderClassifier``, ``GPT``, ``MaskedLM``) takes these as keywords and hands the
-same ``LayerConfig`` to each of its layers and to its final norm, so nothing needs patching after construction::
+Every model takes them as keywords and hands one ``LayerConfig`` to each of its layers and to its final norm::
 
-    GPT(vocab_size=65, max_len=128, n_layers=4, d_model=128, n_heads=4, dropout=0.1, attn_dropout=0.0, bias=False)
+    GPT(65, max_len=128, n_layers=4, d_model=128, n_heads=4, dropout=0.1, attn_dropout=0.0, bias=False)
 """
 
 from __future__ import annotations
@@ -13,10 +12,8 @@ import dataclasses
 from .validation import check_bool, check_int, check_number, check_probability
 
 
-def check_size(value, name: str, allow_none: bool = False) -> int | None:
-    """A positive int (a layer count, a width, a vocabulary size); ``None`` only where it means "the default"."""
-    if value is None and allow_none:
-        return None
+def check_size(value, name: str) -> int:
+    """A positive int: a layer count, a width, a vocabulary size."""
     return check_int(value, name, 1)
 
 

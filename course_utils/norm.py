@@ -21,16 +21,10 @@ def _upcast(x: torch.Tensor) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
-def layer_norm(
-    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
-) -> torch.Tensor:
-    """LayerNorm written out from the formula (what lesson 06 derives).
-
-    Half-precision inputs are normalised in float32 (as the fused kernels do): in float16, (x − μ)² overflows at
-    |x − μ| ≈ 256 and the output would collapse to β.
-    """
-    dtype = x.dtype
-    x = _upcast(x)
+def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """LayerNorm written out from the formula (lesson 06). Half-precision inputs are normalised in float32 (as the
+    fused kernels do): in float16, (x − μ)² overflows at |x − μ| ≈ 256 and the output would collapse to β."""
+    dtype, x = x.dtype, _upcast(x)
     mean = x.mean(dim=-1, keepdim=True)  # (…, 1)
     var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # biased variance, (…, 1)
     y = (x - mean) * torch.rsqrt(var + eps)
@@ -50,20 +44,12 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 class LayerNorm(nn.Module):
     """LayerNorm over the last dimension; parameters named like ``nn.LayerNorm``.
 
-    ``forward`` runs the fused kernel (one pass over memory instead of five, which matters on a GPU) when
-    ``fused=True`` (default), and the written-out ``layer_norm`` above otherwise; the tests check that both agree
-    with ``nn.LayerNorm`` to 1e-10 in float64.
+    ``fused=True`` runs the fused kernel (one pass over memory instead of five, which matters on a GPU), ``False``
+    the written-out ``layer_norm``; both agree with ``nn.LayerNorm`` to 1e-10 in float64.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        eps: float = 1e-5,
-        elementwise_affine: bool = True,
-        bias: bool = True,
-        fused: bool = True,
-    ):
+    def __init__(self, d_model: int, *, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 fused: bool = True):
         super().__init__()
         self.d_model, self.eps = check_int(d_model, "d_model"), check_positive(eps, "eps")
         self.fused = check_bool(fused, "fused")

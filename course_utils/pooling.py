@@ -1,12 +1,8 @@
 """Pooling token vectors into one vector per sequence (lessons 09 and 13).
 
-A batch pads short sequences to the longest one, so a sequence's vector must not depend on who else is in its
-batch: padding must not vote. The masked mean over the real tokens (``keep`` True / 1) is
-
-    h̄_b = Σ_t keep_bt · h_bt / max(1, Σ_t keep_bt)
-
-The ``max(1, ·)`` only matters for a row with no real token at all, which pools to the zero vector instead of
-0/0 = NaN. ``EncoderClassifier`` (lesson 09) and BERT's sentence embeddings (lesson 13) both use this one function.
+A sequence's vector must not depend on who else is in its batch, so padding must not vote. The masked mean over
+the real tokens (``keep`` True / 1) is h̄_b = Σ_t keep_bt · h_bt / max(1, Σ_t keep_bt); the ``max(1, ·)`` pools a
+row with no real token to the zero vector instead of 0/0 = NaN.
 """
 
 from __future__ import annotations
@@ -36,10 +32,7 @@ def check_keep_mask(keep: torch.Tensor, shape: tuple[int, ...], name: str = "kee
 
 
 def masked_mean(hidden: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """Σ_t keep_t h_t / max(1, Σ_t keep_t): the mean of the real tokens' vectors; ``(B, T, C), (B, T) -> (B, C)``.
-
-    ``keep``: bool (True = real token) or 0/1 integers (transformers' ``attention_mask``).
-    """
+    """The mean of the real tokens' vectors: ``(B, T, C), (B, T) -> (B, C)``; ``keep`` as in ``check_keep_mask``."""
     check_rank(hidden, "hidden", (3,), "(B, T, C) token vectors")
     keep = check_keep_mask(keep, hidden.shape[:2]).to(hidden.device)
     weights = keep.to(hidden.dtype).unsqueeze(-1)                           # (B, T, 1): padding must not vote

@@ -8,9 +8,8 @@ Sinusoidal encoding (Vaswani et al., 2017, §3.5)::
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
 
 The table is computed in float64 and cast to ``dtype`` at the end, so its only error is that dtype's rounding.
-The frequencies 1/10000^(2i/d) are written as exp(−(2i/d)·ln 10000): in float64 and float32 both forms are
-equally accurate (lesson 02's appendix measures it; in float16 the power is even the more accurate one), but the
-exp form never forms base^(2i/d), which overflows float16 for a large base such as Llama 3's 500000.
+The frequencies are written exp(−(2i/d)·ln base): in float32/64 as accurate as 1/base^(2i/d) (lesson 02's
+appendix), but never forming base^(2i/d), which overflows float16 for a large base such as Llama 3's 500000.
 """
 
 from __future__ import annotations
@@ -34,9 +33,8 @@ from .validation import (
 )
 
 
-def sinusoidal_encoding(
-    max_len: int, d_model: int, base: float = 10000.0, dtype=torch.float32, device=None
-) -> torch.Tensor:
+def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype=torch.float32,
+                        device=None) -> torch.Tensor:
     """The table PE of shape ``(max_len, d_model)``; even columns sin, odd columns cos (lesson 02)."""
     check_int(max_len, "max_len")
     check_int(d_model, "d_model")
@@ -60,11 +58,9 @@ def _check_input(x: torch.Tensor, offset: int, d_model: int, max_len: int, table
     offset = check_int(offset, "offset", 0)
     seq_len = x.size(1)
     if offset + seq_len > max_len:
-        raise ValueError(
-            f"sequence of length {seq_len} (starting at position {offset}) is longer than the positional table "
-            f"(max_len={max_len}): " + (f"truncate the input to {max_len - offset} tokens or " if offset < max_len
-                                         else "") + f"build the model with max_len >= {offset + seq_len}"
-        )
+        fix = f"truncate the input to {max_len - offset} tokens or " if offset < max_len else ""
+        raise ValueError(f"sequence of length {seq_len} (starting at position {offset}) is longer than the positional "
+                         f"table (max_len={max_len}): {fix}build the model with max_len >= {offset + seq_len}")
     return offset
 
 
@@ -100,11 +96,8 @@ class LearnedPositionalEmbedding(nn.Module):
 
 
 class TokenEmbedding(nn.Module):
-    """E[ids] · √d_model (lesson 01).
-
-    Why the scale: E is initialised with entries of size ~1/√d_model when tied to the output layer (and in the
-    paper), so multiplying by √d_model brings token vectors to the same magnitude as the ±1 positional encoding.
-    """
+    """E[ids] · √d_model (lesson 01): E's entries are ~1/√d_model when tied to the output layer (and in the paper),
+    so the scale brings token vectors to the magnitude of the ±1 positional encoding. ``scale=False``: E[ids]."""
 
     def __init__(self, vocab_size: int, d_model: int, *, scale: bool = True, padding_idx: int | None = None):
         super().__init__()
