@@ -1,11 +1,9 @@
 """Input checks shared by every module, so that a student's mistake ends in one clear sentence.
 
-Each check raises ``ValueError`` (wrong value or shape) or ``TypeError`` (wrong type or dtype) with a message that
-says what was received, what was expected and how to fix it, instead of a stack trace from deep inside torch.
-
-Checks that read a tensor's *values* (token-id ranges, mask contents) would force a device→host copy on a GPU at
-every call. They run on CPU tensors always, on accelerator tensors only while ``strict_checks(True)`` is on (or
-``COURSE_STRICT_CHECKS=1``), and never under ``torch.compile`` or on ``meta`` tensors (which hold no values).
+A wrong value or shape raises ``ValueError``, a wrong type or dtype ``TypeError``, saying what was received and how
+to fix it. Checks that read a tensor's *values* cost a device→host copy on a GPU: they run on CPU tensors always, on
+accelerator tensors only while ``strict_checks(True)`` is on (or ``COURSE_STRICT_CHECKS=1``), and never under
+``torch.compile`` or on ``meta`` tensors (which hold no values).
 """
 
 from __future__ import annotations
@@ -41,9 +39,7 @@ def reads_values(x: torch.Tensor) -> bool:
 def check_tensor(x, name: str) -> torch.Tensor:
     """Raise ``TypeError`` unless ``x`` is a tensor."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor, got {type(x).__name__}: wrap it with torch.as_tensor(...)"
-        )
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}: wrap it with torch.as_tensor(...)")
     return x
 
 
@@ -52,9 +48,7 @@ def check_rank(x: torch.Tensor, name: str, ranks: tuple[int, ...], layout: str) 
     check_tensor(x, name)
     if x.dim() not in ranks:
         hint = " (add a batch dimension with x.unsqueeze(0))" if x.dim() + 1 in ranks else ""
-        raise ValueError(
-            f"{name} must have shape {layout}, got a {x.dim()}-D tensor of shape {tuple(x.shape)}{hint}"
-        )
+        raise ValueError(f"{name} must have shape {layout}, got a {x.dim()}-D tensor of shape {tuple(x.shape)}{hint}")
     return x
 
 
@@ -79,6 +73,22 @@ def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
+def check_int_tensor(x: torch.Tensor, name: str) -> torch.Tensor:
+    """Raise ``TypeError`` unless ``x`` is a tensor of integers (not bool, float or complex)."""
+    check_tensor(x, name)
+    if x.dtype == torch.bool or torch.is_floating_point(x) or torch.is_complex(x):
+        raise TypeError(f"{name} must be an integer tensor (torch.long), got {x.dtype}: convert with .long()")
+    return x
+
+
+def check_like(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> torch.Tensor:
+    """Raise unless ``x`` has ``ref``'s device (``ValueError``) and dtype (``TypeError``), e.g. k and v beside q."""
+    check_same_device(x, name, ref.device, ref_name)
+    if x.dtype != ref.dtype:
+        raise TypeError(f"{ref_name} is {ref.dtype} but {name} is {x.dtype}: convert both to one dtype")
+    return x
+
+
 def _autocasting(device_type: str) -> bool:
     try:
         return bool(torch.is_autocast_enabled(device_type))
@@ -97,13 +107,9 @@ def check_dtype(x: torch.Tensor, name: str, expected: torch.dtype, owner: str = 
 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids") -> torch.Tensor:
-    """Raise unless ``ids`` is an integer tensor with every value in ``[0, vocab_size)``.
-
-    The range check reads the tensor's values: see the module docstring for when it runs.
-    """
-    check_tensor(ids, name)
-    if ids.dtype in (torch.bool,) or torch.is_floating_point(ids) or torch.is_complex(ids):
-        raise TypeError(f"{name} must be an integer tensor (torch.long), got {ids.dtype}: use ids.long()")
+    """Raise unless ``ids`` is an integer tensor with every value in ``[0, vocab_size)`` (range read as in
+    ``reads_values``)."""
+    check_int_tensor(ids, name)
     if not ids.numel() or not reads_values(ids):
         return ids
     lo, hi = int(ids.min()), int(ids.max())
@@ -137,7 +143,7 @@ def check_int(value, name: str, minimum: int | None = 1) -> int:
 
 def check_number(value, name: str, minimum: float | None = None, allow_inf: bool = False) -> float:
     """Raise ``TypeError`` unless ``value`` is a real number; ``ValueError`` if NaN (or inf) or below ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real_number(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     value = float(value)
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
@@ -160,33 +166,29 @@ def check_divisible(d_model: int, n_heads: int) -> int:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise TypeError(f"{name} must be a positive int, got {type(v).__name__} {v!r}")
     if d_model <= 0 or n_heads <= 0:
-        raise ValueError(
-            f"d_model and n_heads must be positive integers, got d_model={d_model!r}, n_heads={n_heads!r}"
-        )
+        raise ValueError(f"d_model and n_heads must be positive integers, got d_model={d_model!r}, n_heads={n_heads!r}")
     if d_model % n_heads:
-        lo, hi = (d_model // n_heads) * n_heads, (d_model // n_heads + 1) * n_heads
-        lo_txt = f"{lo} or " if lo > 0 else ""
+        lo = d_model - d_model % n_heads
+        near = f"{lo} or {lo + n_heads}" if lo > 0 else f"{n_heads}"
         raise ValueError(
             f"d_model={d_model} is not divisible by n_heads={n_heads}: each head gets d_k = d_model / n_heads "
-            f"features, so choose d_model as a multiple of n_heads (e.g. {lo_txt}{hi}) or another n_heads"
+            f"features, so choose d_model as a multiple of n_heads (e.g. {near}) or another n_heads"
         )
     return d_model // n_heads
 
 
 def check_positive(value, name: str, allow_zero: bool = False):
     """Raise ``TypeError`` unless ``value`` is a number, ``ValueError`` unless it is positive (or non-negative)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+    if not is_real_number(value) or math.isnan(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    ok = value >= 0 if allow_zero else value > 0
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    if not (value >= 0 if allow_zero else value > 0):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
     return value
 
 
 def check_probability(p: float, name: str = "dropout") -> float:
     """Raise unless ``0 <= p < 1``."""
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+    if not is_real_number(p):
         raise TypeError(f"{name} must be a float in [0, 1), got {type(p).__name__} {p!r}")
     if not 0.0 <= p < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {p!r}: it is a probability (0.1 is a common choice)")
