@@ -1,14 +1,10 @@
 """The key/value cache of incremental decoding (lessons 10, 11 and 14).
 
-At step t a decoder only needs the *new* token's query: the keys and values of positions < t do not change, so they
-are kept here instead of being recomputed. Each attention module owns one entry:
-
-* self-attention **appends** the new positions' K and V (``append``);
-* cross-attention computes the encoder memory's K and V **once** and reuses them while the memory stays the same
-  tensor (``cross``); a different memory is an error, because the stored keys would belong to another source.
-
-``offset`` counts the positions already processed (the positional encoding of the next token starts there); the
-model advances it after each forward. One cache serves one model and one batch: ``reset()`` starts over.
+At step t a decoder needs only the new token's query: the keys and values of earlier positions do not change. Each
+attention module owns one entry: self-attention **appends** the new positions' K and V (``append``); cross-attention
+projects the encoder memory's K and V **once** and reuses them while the memory stays the same tensor (``cross``;
+another memory is an error: the stored keys would belong to another source). ``offset`` counts the positions already
+processed (the next token's positional encoding starts there). One cache serves one model and one batch.
 """
 
 from __future__ import annotations
@@ -36,29 +32,24 @@ class KVCache:
 
     def bind(self, model: nn.Module) -> None:
         """Tie the cache to ``model`` (models call this): the entries of one model mean nothing to another."""
-        if self.owner is None:
-            self.owner = model
-        elif self.owner is not model:
+        if self.owner is not None and self.owner is not model:
             raise ValueError(
                 f"this KVCache holds the keys and values of another {type(self.owner).__name__}: create one "
                 "KVCache per model and per batch (or call cache.reset() before reusing it)"
             )
+        self.owner = model
 
     def _check_batch(self, batch: int) -> None:
-        if self.batch_size is None:
-            self.batch_size = batch
-        elif batch != self.batch_size:
+        if self.batch_size not in (None, batch):
             raise ValueError(
                 f"this KVCache holds {self.batch_size} sequences but the call has a batch of {batch}: call "
                 "cache.reset() (or use a new KVCache) to start a new batch; cache.reorder(index) selects rows"
             )
+        self.batch_size = batch
 
     def get(self, module: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
         """``(k, v)`` stored for ``module``, each ``(B, h, T, d_k)``, or None."""
-        entry = self._self.get(module)
-        if entry is None and module in self._cross:
-            entry = self._cross[module][2:]
-        return entry
+        return self._self.get(module) or (self._cross[module][2:] if module in self._cross else None)
 
     def append(self, module: nn.Module, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Self-attention: store ``k, v (B, h, T_new, d_k)`` after the past ones; returns all of them."""
@@ -72,7 +63,7 @@ class KVCache:
                 "use one KVCache per model, and cache.reset() before decoding a new batch"
             )
         if past is not None:
-            if past[0].dtype != k.dtype or past[0].device != k.device:
+            if (past[0].dtype, past[0].device) != (k.dtype, k.device):
                 raise ValueError(
                     f"the cached keys are {past[0].dtype} on {past[0].device} but the new ones are {k.dtype} on "
                     f"{k.device}: call cache.reset() after moving or converting the model"
@@ -82,17 +73,10 @@ class KVCache:
         return k, v
 
     def cross(
-        self,
-        module: nn.Module,
-        memory: torch.Tensor,
-        project: Callable[[], tuple[torch.Tensor, torch.Tensor]],
+        self, module: nn.Module, memory: torch.Tensor, project: Callable[[], tuple[torch.Tensor, torch.Tensor]]
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cross-attention: ``project()`` the memory's K, V on first use, then reuse them for the same memory.
-
-        "The same memory" is the same storage, shape (the batch dimension aside, so beam search may expand it) and
-        version (an in-place edit changes the version): anything else raises instead of silently answering with
-        the keys of the old source.
-        """
+        """Cross-attention: ``project()`` the memory's K, V on first use, then reuse them for the same memory: the
+        same storage, shape (batch aside, so beam search may expand it) and version (an in-place edit bumps it)."""
         entry = self._cross.get(module)
         if entry is None:
             k, v = project()
@@ -100,17 +84,13 @@ class KVCache:
             self._cross[module] = (memory, memory._version, k, v)
             return k, v
         old, version, k, v = entry
-        same = (
-            memory is old
-            or (
-                memory.device == old.device
-                and memory.device.type != "meta"
-                and memory.data_ptr() == old.data_ptr()
-                and memory.shape[1:] == old.shape[1:]
-                and memory.stride()[1:] == old.stride()[1:]
-            )
-        ) and memory._version == version
-        if not same:
+        same = memory is old or (
+            memory.device == old.device
+            and memory.device.type != "meta"  # meta tensors have no data_ptr
+            and (memory.data_ptr(), memory.shape[1:], memory.stride()[1:])
+            == (old.data_ptr(), old.shape[1:], old.stride()[1:])
+        )
+        if not same or memory._version != version:
             raise ValueError(
                 "this KVCache holds cross-attention keys computed from another encoder memory (or the memory was "
                 "modified in place): call cache.reset() (or use a new KVCache) before decoding a new source"
