@@ -1,25 +1,26 @@
 """Attention masks (lesson 05).
 
 **Convention.** A boolean mask is ``True`` where a query *may attend* to a key, exactly like
-``torch.nn.functional.scaled_dot_product_attention``. It broadcasts *to* the scores ``(B, h, T_q, T_k)``:
-
-* ``padding_mask(ids, pad_id)`` -> ``(B, 1, 1, T_k)``: True at real tokens, False at padding keys.
-* ``causal_mask(T_q, T_k)`` -> ``(T_q, T_k)``: query *i* sees keys ``j <= i + (T_k - T_q)`` (no look-ahead).
-* ``combine_masks(a, b, ...)``: logical AND.
-
+``torch.nn.functional.scaled_dot_product_attention``, and broadcasts *to* the scores ``(B, h, T_q, T_k)``:
+``padding_mask`` gives ``(B, 1, 1, T_k)``, ``causal_mask`` ``(T_q, T_k)``, ``combine_masks`` is their logical AND.
 An *additive* float mask M is added to the scores, softmax(QKᵀ/√d_k + M): 0 keeps a key, −inf removes it.
-``nn.MultiheadAttention`` uses the opposite boolean convention (True = *ignore*); ``to_torch_key_padding_mask``
-and ``from_torch_key_padding_mask`` convert.
-
-A query whose keys are *all* masked has nothing to attend to; softmax over only −inf is 0/0 = NaN. This library
-defines its attention weights and context vector as **zeros** (see ``attention.attention_with_weights``).
+``nn.MultiheadAttention`` uses the opposite boolean convention (True = *ignore*): the ``to_torch_*`` / ``from_torch_*``
+functions convert. A query whose keys are *all* masked (softmax over only −inf = 0/0 = NaN) gets zero attention
+weights and a zero context vector (see ``attention.attention_with_weights``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from .validation import check_int, check_rank, check_same_device, check_tensor, reads_values
+from .validation import check_int, check_int_tensor, check_rank, check_same_device, check_tensor, reads_values
+
+
+def _check_bool(mask: torch.Tensor, who: str, fix: str = "use mask.bool()") -> torch.Tensor:
+    check_tensor(mask, "mask")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"{who} takes bool masks (True = attend), got {mask.dtype}: {fix}")
+    return mask
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
@@ -30,12 +31,10 @@ def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
 
 def lengths_to_padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
     """``lengths (B,)`` (integers >= 0) -> ``(B, 1, 1, T)`` with ``True`` at positions ``< length``."""
-    check_rank(lengths, "lengths", (1,), "(B,)")
-    if lengths.dtype == torch.bool or lengths.is_floating_point() or lengths.is_complex():
-        raise TypeError(f"lengths must be an integer tensor, got {lengths.dtype}: use lengths.long()")
-    longest = int(lengths.max()) if lengths.numel() else 0
+    check_int_tensor(check_rank(lengths, "lengths", (1,), "(B,)"), "lengths")
     if lengths.numel() and int(lengths.min()) < 0:
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    longest = int(lengths.max()) if lengths.numel() else 0
     max_len = longest if max_len is None else check_int(max_len, "max_len", 0)
     if longest > max_len:
         raise ValueError(f"a length of {longest} does not fit max_len={max_len}: raise max_len or truncate")
@@ -44,11 +43,8 @@ def lengths_to_padding_mask(lengths: torch.Tensor, max_len: int | None = None) -
 
 
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
-    """Lower-triangular ``(T_q, T_k)`` bool mask: query i may see key j iff ``j <= i + (T_k - T_q)``.
-
-    With ``T_k == T_q`` this is the usual "no peeking at the future" triangle. With a KV cache the queries are the
-    *last* ``T_q`` positions of a sequence of ``T_k``, hence the offset.
-    """
+    """Lower-triangular ``(T_q, T_k)`` bool mask: query i may see key j iff ``j <= i + (T_k - T_q)`` (no look-ahead;
+    with a KV cache the queries are the *last* ``T_q`` positions of ``T_k``, hence the offset)."""
     t_q = check_int(t_q, "T_q", 0)
     t_k = t_q if t_k is None else check_int(t_k, "T_k", 0)
     if t_k < t_q:
@@ -59,56 +55,42 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
 def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     """Logical AND of boolean masks with broadcasting; ``None`` entries are skipped (None if all are None)."""
     out = None
-    for m in masks:
-        if m is None:
-            continue
-        check_tensor(m, "mask")
-        if m.dtype != torch.bool:
-            raise TypeError(
-                f"combine_masks takes bool masks (True = attend), got {m.dtype}: "
-                "convert additive masks with from_additive_mask first"
-            )
+    for m in (m for m in masks if m is not None):
+        _check_bool(m, "combine_masks", "convert additive masks with from_additive_mask first")
         out = m if out is None else out & m
     return out
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask") -> torch.Tensor:
-    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``.
-
-    Broadcasting to the scores means every mask dimension equals the scores' or is 1: a mask never enlarges the
-    output (a batch of 3 masks on a batch of 1 input is an error, not 3 outputs). Refused as well, each with the
-    fix: integer masks (0/1 is ambiguous between "keep" and "block"), a rank-3 mask for (B, h, T_q, T_k) scores
-    (is its first axis the batch or the heads?), a float mask holding only 0 and 1 (a keep-mask in disguise, which
-    an additive mask would read as "add 1"), NaN or +inf in an additive mask. Value checks follow
-    ``validation.reads_values``.
-    """
+    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``: every
+    mask dimension equals the scores' or is 1 (a mask never enlarges the output). Refused too, each with the fix:
+    integer masks (0/1: keep or block?), a rank-3 mask for (B, h, T_q, T_k) scores (batch or heads first?), a float
+    mask holding only 0 and 1 (a keep-mask an additive mask would read as "add 1"), NaN or +inf in an additive mask.
+    Value checks follow ``validation.reads_values``."""
     check_tensor(mask, name)
     scores_shape = tuple(scores_shape)
-    layout = "(B, h, T_q, T_k)" if len(scores_shape) == 4 else "(…, T_q, T_k)"
+    four_d = len(scores_shape) == 4
+    scores = f"{'(B, h, T_q, T_k)' if four_d else '(…, T_q, T_k)'} = {scores_shape}"
     if mask.dtype != torch.bool and not torch.is_floating_point(mask):
         raise TypeError(
             f"{name} has dtype {mask.dtype}; use a bool mask (True = may attend, as in "
             "course_utils.masks.padding_mask / causal_mask) or an additive float mask (0 or -inf): "
             "convert a 0/1 keep-mask with mask.bool()"
         )
-    if len(scores_shape) == 4 and mask.dim() == 3:
+    if four_d and mask.dim() == 3:
         raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} is 3-D but the scores are {layout} = {scores_shape}: its first "
-            f"axis could be the batch or the heads. For a (B, T_q, T_k) mask add the head axis: {name}[:, None]"
+            f"{name} of shape {tuple(mask.shape)} is 3-D but the scores are {scores}: its first axis could be "
+            f"the batch or the heads. For a (B, T_q, T_k) mask add the head axis: {name}[:, None]"
         )
     if mask.dim() > len(scores_shape):
-        raise ValueError(
-            f"{name} has {mask.dim()} dimensions but attention scores have {len(scores_shape)} "
-            f"{layout} = {scores_shape}"
-        )
-    target = scores_shape[len(scores_shape) - mask.dim():]
-    if any(m not in (1, s) for m, s in zip(mask.shape, target)):
+        raise ValueError(f"{name} has {mask.dim()} dimensions but attention scores have {len(scores_shape)} {scores}")
+    if any(m not in (1, s) for m, s in zip(mask.shape, scores_shape[len(scores_shape) - mask.dim():])):
         hint = "a padding mask is (B, 1, 1, T_k), a causal mask (T_q, T_k)"
-        if mask.dim() == 2 and len(scores_shape) == 4 and tuple(mask.shape) == (scores_shape[0], scores_shape[3]):
+        if four_d and tuple(mask.shape) == (scores_shape[0], scores_shape[3]):
             hint = f"this looks like a (B, T_k) key mask: pass it as key_keep_mask=, or use {name}[:, None, None, :]"
         raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {layout} = "
-            f"{scores_shape} (each mask dimension must equal the scores' or be 1): {hint}"
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} "
+            f"(each mask dimension must equal the scores' or be 1): {hint}"
         )
     if mask.is_floating_point() and mask.numel() and reads_values(mask):
         if bool(torch.isnan(mask).any()) or bool((mask == float("inf")).any()):
@@ -127,24 +109,17 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
 def check_key_keep_mask(keep: torch.Tensor, batch: int, t_k: int, device: torch.device) -> torch.Tensor:
     """Validate a ``(B, T_k)`` bool keep-mask (True = real key) and return it as ``(B, 1, 1, T_k)``."""
     check_rank(keep, "key_keep_mask", (2,), "(B, T_k), True at keys that may be attended")
-    if keep.dtype != torch.bool:
-        raise TypeError(
-            f"key_keep_mask must be bool (True = attend), got {keep.dtype}: use key_keep_mask.bool(); from "
-            "PyTorch's key_padding_mask (True = ignore) use ~key_padding_mask"
-        )
+    fix = "use key_keep_mask.bool(); from PyTorch's key_padding_mask (True = ignore) use ~key_padding_mask"
+    _check_bool(keep, "key_keep_mask", fix)
     if tuple(keep.shape) != (batch, t_k):
-        raise ValueError(
-            f"key_keep_mask has shape {tuple(keep.shape)} but the keys are (B, T_k) = ({batch}, {t_k})"
-        )
+        raise ValueError(f"key_keep_mask has shape {tuple(keep.shape)} but the keys are (B, T_k) = ({batch}, {t_k})")
     check_same_device(keep, "key_keep_mask", device, "the attention inputs")
     return keep[:, None, None, :]
 
 
 def to_additive_mask(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     """Bool keep-mask -> additive float mask (0 where True, −inf where False)."""
-    check_tensor(mask, "mask")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"to_additive_mask takes a bool mask, got {mask.dtype}")
+    _check_bool(mask, "to_additive_mask")
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
 
 
@@ -158,11 +133,9 @@ def from_additive_mask(mask: torch.Tensor) -> torch.Tensor:
 
 def to_torch_key_padding_mask(mask: torch.Tensor) -> torch.Tensor:
     """Our ``(B, 1, 1, T)`` keep-mask -> ``nn.MultiheadAttention``'s ``key_padding_mask`` ``(B, T)`` (True = ignore)."""
-    check_rank(mask, "mask", (2, 4), "(B, 1, 1, T) or (B, T) bool keep-mask")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"to_torch_key_padding_mask takes a bool keep-mask, got {mask.dtype}")
+    _check_bool(check_rank(mask, "mask", (2, 4), "(B, 1, 1, T) or (B, T) bool keep-mask"), "to_torch_key_padding_mask")
     if mask.dim() == 4:
-        if mask.shape[1] != 1 or mask.shape[2] != 1:
+        if mask.shape[1:3] != (1, 1):
             raise ValueError(f"a key padding mask is (B, 1, 1, T), got {tuple(mask.shape)}")
         mask = mask[:, 0, 0, :]
     return ~mask
@@ -176,7 +149,4 @@ def from_torch_key_padding_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
 
 def to_torch_attn_mask(mask: torch.Tensor) -> torch.Tensor:
     """Our ``(T_q, T_k)`` keep-mask -> ``nn.MultiheadAttention``'s bool ``attn_mask`` (True = not allowed)."""
-    check_tensor(mask, "mask")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"to_torch_attn_mask takes a bool keep-mask, got {mask.dtype}")
-    return ~mask
+    return ~_check_bool(mask, "to_torch_attn_mask")
