@@ -1,11 +1,5 @@
-"""Atomic, verified torch files: the file layer under ``course_utils.checkpoint``.
-
-* :func:`defer_interrupts` holds Ctrl+C (SIGINT, the Jupyter stop button) while a file is written;
-* :func:`write_atomic` writes to a temp file in the same directory, ``fsync``-s it, reads it back with
-  ``weights_only=True`` and ``os.replace``-s it over the old file, so readers see the old file or the new one;
-* :func:`remove_stale_temps` deletes the temp files of a killed writer (never those of a live one);
-* :func:`crc_problem` checks the zip CRC-32 of every entry, which ``torch.load`` does not.
-"""
+"""Atomic, verified torch files: the file layer under ``course_utils.checkpoint`` (Ctrl+C held during a write,
+temp file + ``fsync`` + read-back + ``os.replace``, stale temp files removed, zip CRC-32s checked)."""
 
 from __future__ import annotations
 
@@ -36,10 +30,9 @@ _deferring = threading.local()
 def defer_interrupts() -> Iterator[None]:
     """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it.
 
-    torch's zip writer turns a ``KeyboardInterrupt`` raised inside it into ``RuntimeError: [enforce fail
-    at inline_container.cc]``, and a half-written temp file is useless anyway: so a checkpoint write is
-    never interrupted, it finishes (a fraction of a second) and *then* the interrupt is raised. Nested
-    uses share the outer one; outside the main thread (where signals cannot be caught) it does nothing.
+    torch's zip writer turns a ``KeyboardInterrupt`` inside it into ``RuntimeError: [enforce fail at
+    inline_container.cc]``, and a half-written file is useless: the write finishes, *then* the interrupt is
+    raised. Nested uses share the outer one; outside the main thread (no signals there) it does nothing.
     """
     if getattr(_deferring, "active", False) or threading.current_thread() is not threading.main_thread():
         yield
@@ -75,55 +68,40 @@ def was_interrupted(err: BaseException) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ temp files
-def _temp_pattern(path: Path) -> re.Pattern[str]:
-    # ".<name>.<pid>.<random>.tmp" (and ".<name>.<random>.tmp" from older versions, without the pid)
-    return re.compile(rf"^\.{re.escape(path.name)}\.(?:(\d+)\.)?[^.]+\.tmp$")
-
-
 def _pid_alive(pid: int) -> bool:
     if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists, it belongs to someone else
-        return True
+    except OSError as err:  # EPERM: it exists, it belongs to someone else
+        return not isinstance(err, ProcessLookupError)
     return True
 
 
 def remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
-    """Delete temp files of ``path`` that a killed save left behind (a SIGKILL skips every cleanup).
-
-    A temp file is stale when the process that wrote it is gone; when that cannot be told (no pid in the
-    name, or Windows), when it is older than ``older_than_s``. A save running now in another process is
-    never touched.
-    """
-    pattern = _temp_pattern(path)
+    """Delete temp files of ``path`` that a killed save left behind (a SIGKILL skips every cleanup): those
+    whose writer is gone or, when that cannot be told (no pid in the name, Windows), older than ``older_than_s``.
+    A save running now in another process is never touched."""
+    # ".<name>.<pid>.<random>.tmp" (and ".<name>.<random>.tmp" from older versions, without the pid)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(?:(\d+)\.)?[^.]+\.tmp$")
     try:
-        entries = list(path.parent.iterdir())
+        matches = [(entry, m) for entry in path.parent.iterdir() if (m := pattern.match(entry.name))]
     except OSError:
         return
-    for entry in entries:
-        match = pattern.match(entry.name)
-        if match is None:
-            continue
+    for entry, match in matches:
         pid = int(match.group(1)) if match.group(1) else None
-        try:
+        with contextlib.suppress(OSError):  # vanished meanwhile, or not ours to delete: harmless
             old = time.time() - entry.lstat().st_mtime > older_than_s
-            if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or (old and pid != os.getpid()):
+            if pid != os.getpid() and (old or (pid is not None and not _pid_alive(pid))):
                 entry.unlink()
-        except OSError:
-            pass  # vanished meanwhile, or not ours to delete: harmless
 
 
 def _umask() -> int:
-    try:  # Linux: read it without changing it (os.umask is process-wide, racy with threads)
+    # Linux: read it without changing it (os.umask is process-wide, racy with threads)
+    with contextlib.suppress(OSError, ValueError):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
                 return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -140,41 +118,29 @@ def write_atomic(path: Path, payload: dict[str, Any]) -> None:
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" checkpoint
-        _verify_written(Path(tmp_name))
+        try:  # read it back (memory-mapped: only the pickle is parsed)
+            torch.load(tmp_name, map_location="cpu", weights_only=True, mmap=True)
+        except pickle.UnpicklingError as err:
+            raise TypeError(f"the checkpoint holds something torch.load(weights_only=True) cannot read back "
+                            f"({torch_reason(err)}), so it was not written: store tensors, numbers, strings, "
+                            "lists and dicts only") from None
         os.replace(tmp_name, path)
     except BaseException as err:  # including KeyboardInterrupt: never leave a stray temp file, never touch `path`
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
         if not isinstance(err, KeyboardInterrupt) and was_interrupted(err):
             raise KeyboardInterrupt from None  # torch's "enforce fail at inline_container.cc" was a Ctrl+C
         raise
 
 
-def _verify_written(tmp: Path) -> None:
-    """Read the new file back with ``weights_only=True`` (memory-mapped: only the pickle is parsed)."""
-    try:
-        loaded = torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
-    except pickle.UnpicklingError as err:
-        raise TypeError(f"the checkpoint holds something torch.load(weights_only=True) cannot read back "
-                        f"({torch_reason(err)}), so it was not written: store tensors, numbers, strings, "
-                        "lists and dicts only") from None
-    del loaded
-
-
 def fsync_directory(directory: Path) -> None:
     # Make the rename itself durable (POSIX); not possible/needed on Windows, hence the broad OSError guard.
-    try:
+    with contextlib.suppress(OSError):
         dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def torch_reason(err: BaseException) -> str:
@@ -190,8 +156,8 @@ def torch_reason(err: BaseException) -> str:
 
 
 def crc_problem(path: Path) -> str | None:
-    """What is wrong with the zip CRC-32s of a torch file, or None (also for a file that is not a zip at all:
-    torch.load reports that). Every entry of a torch zip file carries a CRC-32 that torch.load does not check."""
+    """What is wrong with the zip CRC-32s of a torch file (torch.load does not check them), or None (also for
+    a file that is not a zip at all: torch.load reports that)."""
     if not zipfile.is_zipfile(path):
         return None
     try:
