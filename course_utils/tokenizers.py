@@ -1,20 +1,8 @@
-"""Character- and word-level tokenizers: text -> integer ids -> text, and the protocol WordPiece shares.
+"""Character- and word-level tokenizers (text -> ids -> text) and the tokenizer protocol WordPiece shares.
 
-A model only sees integers, so a tokenizer is a fixed, invertible table between pieces of text ("tokens") and
-ids. Both tokenizers here share five *special tokens* at the start of the vocabulary:
-
-======  ===  =========================================================================
-token   id   used for
-======  ===  =========================================================================
-<pad>   0    filling short sequences of a batch up to the same length (masked out later)
-<unk>   1    any token that is not in the vocabulary
-<bos>   2    "beginning of sequence": what a decoder starts generating from
-<eos>   3    "end of sequence": the model says it is done
-<mask>  4    hidden tokens a masked language model must guess (BERT-style)
-======  ===  =========================================================================
-
-``<pad>`` is 0 on purpose: ``torch.zeros`` is then an all-padding batch, and ``padding_mask(ids, pad_id=0)``
-works without arguments.
+Both tokenizers start their vocabulary with five special tokens: ``<pad>`` 0 (fills a batch up; 0 so that
+``torch.zeros`` is all padding and ``padding_mask(ids, pad_id=0)`` needs no argument), ``<unk>`` 1 (any token not
+in the vocabulary), ``<bos>`` 2 / ``<eos>`` 3 (begin / end of sequence) and ``<mask>`` 4 (what a masked LM guesses).
 """
 
 from __future__ import annotations
@@ -51,8 +39,7 @@ def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID
     width = max((len(r) for r in rows), default=0) if max_len is None else max_len
     out = torch.full((len(rows), width), pad_id, dtype=torch.long)
     for i, row in enumerate(rows):
-        n = min(len(row), width)
-        out[i, :n] = row[:n]
+        out[i, : min(len(row), width)] = row[:width]
     return out
 
 
@@ -72,14 +59,12 @@ class Tokenizer:
     """The one protocol of the course's tokenizers (character, word and WordPiece), and its shared machinery.
 
     * vocabulary: ``vocab_size``, ``itos`` / ``stoi``, ``token_to_id`` / ``id_to_token``, ``tokens_to_ids`` /
-      ``ids_to_tokens``; special ids ``pad_id``, ``unk_id``, ``mask_id``, ``special_ids`` (all of them), plus
-      ``bos_id`` / ``eos_id`` here and ``cls_id`` / ``sep_id`` in WordPiece;
-    * ``encode(text, *, max_len=None, <flags>) -> ids``: the flags add special tokens around the text
-      (``add_bos`` / ``add_eos`` here, ``add_special_tokens`` for WordPiece's [CLS] … [SEP]); ``max_len`` cuts
-      the text so that the result, special tokens included, has at most ``max_len`` ids;
-    * ``decode(ids, *, skip_special=True) -> text`` (integer ids of this vocabulary only);
-    * ``encode_batch(texts, *, max_len=None, pad_to=None, <flags>) -> (B, T)`` ids right-padded with ``pad_id``;
-      ``encode_batch_with_mask`` also returns the keep-mask ``(B, T)`` bool, True = real token.
+      ``ids_to_tokens``; ``pad_id``, ``unk_id``, ``mask_id``, ``special_ids`` (all of them), plus ``bos_id`` /
+      ``eos_id`` here and ``cls_id`` / ``sep_id`` in WordPiece;
+    * ``encode(text, *, max_len=None, <flags>) -> ids``: the flags add special tokens (``add_bos`` / ``add_eos``
+      here, ``add_special_tokens`` for WordPiece's [CLS] … [SEP]); at most ``max_len`` ids, special tokens included;
+    * ``decode(ids, *, skip_special=True) -> text``; ``encode_batch(texts, *, max_len=None, pad_to=None, <flags>)
+      -> (B, T)`` right-padded with ``pad_id``; ``encode_batch_with_mask`` adds the keep-mask (True = real token).
 
     Subclasses define how text is cut (:meth:`tokenize`), glued back (:meth:`_join`) and wrapped (:meth:`_wrap`).
     """
@@ -97,7 +82,6 @@ class Tokenizer:
         self.itos: list[str] = tokens  # id -> token
         self.stoi: dict[str, int] = {t: i for i, t in enumerate(tokens)}  # token -> id
 
-    # --- vocabulary
     @property
     def vocab_size(self) -> int:
         return len(self.itos)
@@ -118,20 +102,15 @@ class Tokenizer:
         return [self.token_to_id(t) for t in tokens]
 
     def ids_to_tokens(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
-        return [self.itos[i] for i in self._check_ids(_one_sequence(ids))]
+        return [self.itos[i] for i in self._check_ids(ids)]
 
-    # --- text <-> ids
-    def tokenize(self, text: str) -> list[str]:
-        raise NotImplementedError  # pragma: no cover - defined by every subclass
-
-    def _join(self, tokens: list[str]) -> str:
+    def tokenize(self, text: str) -> list[str]:  # text -> tokens; subclasses also define _join (tokens -> text)
         raise NotImplementedError  # pragma: no cover - defined by every subclass
 
     def _wrap(self, add_bos: bool = False, add_eos: bool = False) -> tuple[list[int], list[int]]:
         return [self.bos_id] * add_bos, [self.eos_id] * add_eos
 
     def encode(self, text: str, *, max_len: int | None = None, **flags) -> list[int]:
-        """``text`` -> ids (unknown tokens: ``unk_id``), special tokens added by ``flags``, at most ``max_len``."""
         if not isinstance(text, str):
             raise TypeError(f"encode expects a str, got {type(text).__name__}: use encode_batch for a list")
         head, tail = self._wrap(**flags)
@@ -147,23 +126,24 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int] | torch.Tensor, *, skip_special: bool = True) -> str:
         """ids -> text. ``skip_special`` drops the special tokens but ``unk``: it stands for a real piece of text."""
-        ids = self._check_ids(_one_sequence(ids))
         hidden = self.special_ids - {self.unk_id} if skip_special else set()
-        return self._join([self.itos[i] for i in ids if i not in hidden])
+        return self._join([self.itos[i] for i in self._check_ids(ids) if i not in hidden])
 
-    def _check_ids(self, ids: list) -> list[int]:
+    def _check_ids(self, ids) -> list[int]:
+        if isinstance(ids, torch.Tensor) and ids.dim() > 1:
+            raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: "
+                             "decode each row, e.g. [tok.decode(row) for row in batch]")
         checked = []
-        for i in ids:
-            try:
-                if isinstance(i, bool):
-                    raise TypeError
-                j = operator.index(i)  # accepts int, numpy integers and 0-d integer tensors; not floats
+        for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:  # a str gives characters: refused
+            try:  # operator.index accepts int, numpy integers and 0-d integer tensors; not floats
+                j = None if isinstance(i, bool) else operator.index(i)
             except TypeError:
-                raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})") from None
+                j = None
+            if j is None:
+                raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})")
             if not 0 <= j < self.vocab_size:
-                raise ValueError(f"token id {j} is outside the vocabulary: this {type(self).__name__} has "
-                                 f"vocab_size={self.vocab_size}, so ids must be in "
-                                 f"[0, {self.vocab_size - 1}]. Decode with the tokenizer that made the ids.")
+                raise ValueError(f"token id {j} is outside the vocabulary (vocab_size={self.vocab_size}, ids in "
+                                 f"[0, {self.vocab_size - 1}]): decode with the tokenizer that made the ids")
             checked.append(j)
         return checked
 
@@ -201,8 +181,7 @@ class Tokenizer:
     @staticmethod
     def from_dict(d: dict) -> Tokenizer:
         from .wordpiece import WordPieceTokenizer  # here: wordpiece imports this module
-        kinds = {"CharTokenizer": CharTokenizer, "WordTokenizer": WordTokenizer,
-                 "WordPieceTokenizer": WordPieceTokenizer}
+        kinds = {kind.__name__: kind for kind in (CharTokenizer, WordTokenizer, WordPieceTokenizer)}
         if not isinstance(d, dict) or d.get("type") not in kinds:
             raise ValueError(f"unknown tokenizer type {d.get('type') if isinstance(d, dict) else d!r}: "
                              f"expected one of {sorted(kinds)}")
@@ -220,15 +199,6 @@ class Tokenizer:
             return Tokenizer.from_dict(d)
         except (ValueError, TypeError, KeyError) as err:
             raise ValueError(f"{path}: not a tokenizer saved by Tokenizer.save ({err})") from None
-
-
-def _one_sequence(ids) -> list:
-    if isinstance(ids, torch.Tensor):
-        if ids.dim() > 1:
-            raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: "
-                             "decode each row, e.g. [tok.decode(row) for row in batch]")
-        return ids.tolist()
-    return list(ids)  # a str gives characters, which _check_ids refuses
 
 
 class CharTokenizer(Tokenizer):
@@ -269,11 +239,9 @@ class WordTokenizer(Tokenizer):
         (ties alphabetical), at most ``max_size`` entries *including* the 5 special tokens."""
         if isinstance(texts, str):
             raise TypeError("from_texts expects a list of strings, got one str: wrap it as [text]")
-        if min_freq < 1:
-            raise ValueError(f"min_freq must be >= 1, got {min_freq}")
-        if max_size is not None and max_size < len(SPECIAL_TOKENS):
-            raise ValueError(f"max_size={max_size} leaves no room: the {len(SPECIAL_TOKENS)} special tokens "
-                             f"alone need {len(SPECIAL_TOKENS)}; use max_size > {len(SPECIAL_TOKENS)}")
+        check_int(min_freq, "min_freq", 1)
+        if max_size is not None:  # room for the special tokens at least
+            check_int(max_size, "max_size", len(SPECIAL_TOKENS))
         splitter = cls([], lowercase=lowercase)
         counts = Counter(tok for text in texts for tok in splitter.tokenize(text))
         kept = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
@@ -284,10 +252,6 @@ class WordTokenizer(Tokenizer):
     def tokenize(self, text: str) -> list[str]:
         return _WORD_RE.findall(text.lower() if self.lowercase else text)
 
-    def _join(self, tokens: list[str]) -> str:
-        out = []
-        for i, tok in enumerate(tokens):
-            if i and not (_IS_CJK.fullmatch(tok) and _IS_CJK.fullmatch(tokens[i - 1])):
-                out.append(" ")
-            out.append(tok)
-        return "".join(out)
+    def _join(self, tokens: list[str]) -> str:  # a space between tokens, but not between two CJK characters
+        return "".join(tokens[:1] + [" " * (not (_IS_CJK.fullmatch(a) and _IS_CJK.fullmatch(b))) + b
+                                     for a, b in zip(tokens, tokens[1:])])

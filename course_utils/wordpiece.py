@@ -1,26 +1,15 @@
-"""BERT's WordPiece tokenizer, written from scratch (lesson 13).
+"""BERT's WordPiece tokenizer, written from scratch (lesson 13); ids must match the model's ``vocab.txt``.
 
-A pretrained model only works with the tokenizer it was trained with: the ids must mean the same rows of the
-embedding matrix. BERT-style models (BERT, MiniLM, …) ship a ``vocab.txt`` (one token per line, the line number is
-the id) and tokenize in two stages:
+1. **basic tokenization**: drop NUL, U+FFFD and control characters, whitespace -> space, spaces around CJK
+   ideographs; (uncased models) strip accents (NFD, drop the combining marks) and lowercase; split on whitespace
+   and make every punctuation character a word of its own.
+2. **WordPiece** per word, greedy longest-match-first: the longest vocabulary prefix, then the longest ``##…``
+   entry matching the rest, and so on; a rest that matches nothing, or a word over 100 characters, makes the
+   whole word ``[UNK]``. ``unaffable`` -> ``una ##ffa ##ble`` with MiniLM's vocabulary.
 
-1. **basic tokenization** (normalise, then split into words)
-   - remove NUL, U+FFFD and control characters; turn every whitespace character into a space;
-   - put spaces around CJK ideographs, so that each Chinese character becomes its own word;
-   - (uncased models) strip accents — Unicode NFD, then drop the combining marks (``é`` → ``e`` + ``◌́`` → ``e``) —
-     and lowercase;
-   - split on whitespace, and make every punctuation character a word of its own.
-2. **WordPiece** on every word: greedy *longest-match-first*. Take the longest prefix of the word that is in the
-   vocabulary, then the longest vocabulary entry ``##…`` ("continues the previous piece") matching the rest,
-   and so on. If some rest matches nothing, the *whole* word becomes ``[UNK]``; a word longer than 100 characters
-   too. ``unaffable`` → ``una ##ffa ##ble`` with MiniLM's vocabulary.
-
-Finally ``[CLS] … [SEP]`` go around the sequence, and a batch is right-padded with ``[PAD]`` (id 0);
-``encode_batch_with_mask`` also gives the course's keep-mask (True = real token, False = padding).
-
-The normalisation follows the Rust ``tokenizers`` library that ``transformers`` and ``sentence-transformers`` use
-(accents are stripped *before* lowercasing, and characters are lowercased one at a time); ``tests/test_pretrained.py``
-checks the ids against it on varied text.
+``[CLS] … [SEP]`` go around the sequence; a batch is right-padded with ``[PAD]`` (id 0). The normalisation follows
+the Rust ``tokenizers`` library (accents stripped *before* lowercasing, one character at a time), checked
+against it by ``tests/test_pretrained.py``.
 """
 
 from __future__ import annotations
@@ -29,18 +18,17 @@ import os
 import re
 import unicodedata
 from collections.abc import Sequence
+from itertools import groupby
 from pathlib import Path
 
 from .tokenizers import Tokenizer, read_json_file
 
 CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
-# Written in the text, a special token is read as that token (case-sensitive), as transformers' tokenizers do:
-# "Paris is the [MASK] of France" gives the [MASK] id a masked language model fills in.
-_SPECIAL_RE = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS))
-
-# The CJK Unified Ideographs blocks (and compatibility ideographs) that BERT treats as one-character words.
-# Japanese kana and Korean hangul are *not* in this list: they are written with spaces / handled by WordPiece.
+# Written in the text, a special token is that token (case-sensitive), as in transformers: "the [MASK] of France".
+# The capture group makes re.split return plain text, special token, plain text, ...
+_SPECIAL_RE = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
+# The CJK ideograph blocks BERT treats as one-character words (not kana or hangul: WordPiece handles those).
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
                (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 # Characters Rust's char::is_whitespace accepts besides category Zs (the control ones are removed before).
@@ -48,9 +36,7 @@ _EXTRA_WHITESPACE = {"\t", "\n", "\r", "\u2028", "\u2029"}
 
 
 def is_cjk(ch: str) -> bool:
-    """True for a CJK ideograph (a Chinese character, also used in Japanese kanji)."""
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+    return any(lo <= ord(ch) <= hi for lo, hi in _CJK_RANGES)
 
 
 def is_whitespace(ch: str) -> bool:
@@ -58,19 +44,15 @@ def is_whitespace(ch: str) -> bool:
 
 
 def is_control(ch: str) -> bool:
-    """Control, format, private-use and surrogate characters (Cc, Cf, Co, Cs), except tab and newlines (they are
-    whitespace). Unassigned code points (Cn) are kept, as the ``tokenizers`` library does: they end up as [UNK]."""
-    if ch in ("\t", "\n", "\r"):
-        return False
-    return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs")
+    """Categories Cc, Cf, Co, Cs but tab and newlines (whitespace); unassigned (Cn) kept as ``tokenizers`` does."""
+    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs")
 
 
 def is_punctuation(ch: str) -> bool:
     """ASCII symbols such as ``$ + < = > ^ ` | ~`` count as punctuation too, as in BERT, besides category P*."""
     cp = ord(ch)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(ch).startswith("P")
+    ascii_symbol = 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+    return ascii_symbol or unicodedata.category(ch).startswith("P")
 
 
 def strip_accents(text: str) -> str:
@@ -80,17 +62,8 @@ def strip_accents(text: str) -> str:
 
 def normalize(text: str, lowercase: bool = True, accents: bool | None = None, cjk: bool = True) -> str:
     """Stage 1a: clean, isolate CJK characters, strip accents (default: when lowercasing), lowercase."""
-    out = []
-    for ch in text:
-        if ch in ("\x00", "\ufffd") or is_control(ch):
-            continue
-        if is_whitespace(ch):
-            out.append(" ")
-        elif cjk and is_cjk(ch):
-            out.append(f" {ch} ")
-        else:
-            out.append(ch)
-    text = "".join(out)
+    text = "".join(" " if is_whitespace(ch) else f" {ch} " if cjk and is_cjk(ch) else ch
+                   for ch in text if ch not in "\x00\ufffd" and not is_control(ch))
     if lowercase if accents is None else accents:
         text = strip_accents(text)
     if lowercase:
@@ -102,17 +75,9 @@ def normalize(text: str, lowercase: bool = True, accents: bool | None = None, cj
 def split_punctuation(word: str) -> list[str]:
     """``"don't!"`` → ``["don", "'", "t", "!"]``: every punctuation character is a word of its own."""
     pieces: list[str] = []
-    current: list[str] = []
-    for ch in word:
-        if is_punctuation(ch):
-            if current:
-                pieces.append("".join(current))
-                current = []
-            pieces.append(ch)
-        else:
-            current.append(ch)
-    if current:
-        pieces.append("".join(current))
+    for punct, run in groupby(word, is_punctuation):
+        text = "".join(run)
+        pieces += list(text) if punct else [text]
     return pieces
 
 
@@ -131,9 +96,8 @@ def load_vocab(path: str | os.PathLike) -> list[str]:
 
 
 class WordPieceTokenizer(Tokenizer):
-    """BERT tokenizer, with the course's tokenizer protocol (:class:`course_utils.tokenizers.Tokenizer`):
-    ``tokenize`` (text → pieces), ``encode`` (→ ids with [CLS] … [SEP]), ``encode_batch`` /
-    ``encode_batch_with_mask`` (→ padded ids and the keep-mask, True = real token) and ``decode`` (ids → text).
+    """BERT tokenizer with the course's tokenizer protocol (:class:`course_utils.tokenizers.Tokenizer`);
+    ``encode`` adds [CLS] … [SEP] unless ``add_special_tokens=False``.
 
     >>> tok = WordPieceTokenizer.from_pretrained(folder)     # a folder with vocab.txt (+ tokenizer_config.json)
     >>> tok.tokenize("Transformers are unaffable!")
@@ -141,6 +105,8 @@ class WordPieceTokenizer(Tokenizer):
     """
 
     bos_id = eos_id = None                          # BERT has [CLS] (cls_id) and [SEP] (sep_id) instead
+    _OPTIONS = ("lowercase", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word",
+                "model_max_length", "clean_up_spaces")  # what Tokenizer.save stores besides the tokens
 
     def __init__(self, vocab: Sequence[str], lowercase: bool = True, strip_accents: bool | None = None,
                  tokenize_chinese_chars: bool = True, max_input_chars_per_word: int = 100,
@@ -149,17 +115,14 @@ class WordPieceTokenizer(Tokenizer):
             raise TypeError("vocab must be a list of tokens in id order; to read a vocab.txt file use "
                             "WordPieceTokenizer.from_file(path)")
         self.itos = list(vocab)
-        self.stoi: dict[str, int] = {}
-        for i, token in enumerate(self.itos):
-            self.stoi[token] = i                     # a duplicated line: the last id wins, as in transformers
+        self.stoi = {token: i for i, token in enumerate(self.itos)}  # a duplicate: the last id wins, as in HF
         missing = [t for t in SPECIAL_TOKENS if t not in self.stoi]
         if missing:
             raise ValueError(f"the vocabulary lacks the special token(s) {missing}: a BERT vocab.txt starts with "
                              "[PAD] and contains [UNK], [CLS], [SEP] and [MASK]")
-        self.lowercase, self.strip_accents, self.tokenize_chinese_chars = lowercase, strip_accents, \
-            tokenize_chinese_chars
+        self.lowercase, self.strip_accents = lowercase, strip_accents
+        self.tokenize_chinese_chars, self.clean_up_spaces = tokenize_chinese_chars, clean_up_spaces
         self.max_input_chars_per_word, self.model_max_length = max_input_chars_per_word, model_max_length
-        self.clean_up_spaces = clean_up_spaces
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.stoi[t] for t in SPECIAL_TOKENS)
         self.special_ids = frozenset(self.stoi[t] for t in SPECIAL_TOKENS)
 
@@ -167,13 +130,9 @@ class WordPieceTokenizer(Tokenizer):
     def default_max_len(self) -> int:              # encode cuts at the model's length unless told otherwise
         return self.model_max_length
 
-    def _config(self) -> dict:                      # what Tokenizer.save stores besides the tokens
-        return {"lowercase": self.lowercase, "strip_accents": self.strip_accents,
-                "tokenize_chinese_chars": self.tokenize_chinese_chars,
-                "max_input_chars_per_word": self.max_input_chars_per_word,
-                "model_max_length": self.model_max_length, "clean_up_spaces": self.clean_up_spaces}
+    def _config(self) -> dict:
+        return {name: getattr(self, name) for name in self._OPTIONS}
 
-    # ------------------------------------------------------------------------------------------ construction
     @classmethod
     def from_file(cls, vocab_path: str | os.PathLike, **kwargs) -> WordPieceTokenizer:
         return cls(load_vocab(vocab_path), **kwargs)
@@ -184,8 +143,7 @@ class WordPieceTokenizer(Tokenizer):
         folder = Path(folder)
         vocab_path = folder / "vocab.txt"
         if not vocab_path.is_file():
-            raise FileNotFoundError(f"no vocab.txt in {folder}: a WordPiece model folder needs one "
-                                    "(one token per line)")
+            raise FileNotFoundError(f"no vocab.txt in {folder}: a WordPiece model folder needs one")
         options = {}
         config_path = folder / "tokenizer_config.json"
         if config_path.is_file():
@@ -203,7 +161,6 @@ class WordPieceTokenizer(Tokenizer):
         return (f"WordPieceTokenizer(vocab_size={self.vocab_size}, lowercase={self.lowercase}, "
                 f"model_max_length={self.model_max_length})")
 
-    # ------------------------------------------------------------------------------------------ the two stages
     def basic_tokenize(self, text: str) -> list[str]:
         """Stage 1: normalised words and punctuation, e.g. ``"Héllo, 世界!"`` → ``['hello', ',', '世', '界', '!']``."""
         if not isinstance(text, str):
@@ -234,17 +191,11 @@ class WordPieceTokenizer(Tokenizer):
         special token written in the text (``"a [MASK] b"``) stays one token."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        tokens, start = [], 0
-        for match in _SPECIAL_RE.finditer(text):
-            tokens += self._tokenize_plain(text[start: match.start()])
-            tokens.append(match.group())
-            start = match.end()
-        return tokens + self._tokenize_plain(text[start:])
+        tokens = []
+        for i, part in enumerate(_SPECIAL_RE.split(text)):      # plain text, special token, plain text, ...
+            tokens += [part] if i % 2 else [p for word in self.basic_tokenize(part) for p in self.wordpiece(word)]
+        return tokens
 
-    def _tokenize_plain(self, text: str) -> list[str]:
-        return [piece for word in self.basic_tokenize(text) for piece in self.wordpiece(word)]
-
-    # ------------------------------------------------------------------------------------------ ids <-> text
     def _wrap(self, add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
         return ([self.cls_id], [self.sep_id]) if add_special_tokens else ([], [])
 
