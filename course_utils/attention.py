@@ -1,19 +1,13 @@
-"""Scaled dot-product attention and multi-head attention (lessons 03, 04 and 05).
+"""Scaled dot-product attention (lessons 03, 04 and 05); ``MultiHeadAttention`` lives in ``multihead``.
 
     Attention(Q, K, V) = softmax(Q Kᵀ / √d_k + M) V                                   (Vaswani et al., eq. 1)
-    MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
-Two paths compute the same numbers:
-
-* the **written-out** path (``need_weights=True``) forms the (T_q × T_k) weight matrix, so lessons can plot it; it
-  computes in float32 for half-precision inputs (fp16 scores overflow where the fused kernels do not);
-* the **fast** path calls ``torch.nn.functional.scaled_dot_product_attention``, which picks a fused kernel
-  (FlashAttention / memory-efficient on CUDA) and never materialises the weights.
-
-Not PyTorch's API, on purpose under other names: ``attention_with_weights`` returns ``(out, weights)``, and
-``MultiHeadAttention`` returns one tensor that refuses to be unpacked like ``nn.MultiheadAttention``'s pair.
-Masks follow ``course_utils.masks``: bool True = may attend, or an additive float mask. A query row with every key
-masked gets zero weights and a zero context vector on both paths (softmax of only −inf would be NaN).
+Two paths compute the same numbers: the **written-out** one (``need_weights=True``) forms the (T_q × T_k) weights so
+lessons can plot them, in float32 for half-precision inputs (fp16 scores overflow where the fused kernels do not);
+the **fast** one calls ``F.scaled_dot_product_attention`` (a fused FlashAttention / memory-efficient kernel on CUDA)
+and never materialises the weights. ``attention_with_weights`` is not PyTorch's API, hence its name: it returns
+``(out, weights)``. Masks follow ``course_utils.masks`` (bool True = may attend, or additive float); a query row with
+every key masked gets zero weights and a zero context vector on both paths (softmax of only −inf would be NaN).
 """
 
 from __future__ import annotations
@@ -25,7 +19,7 @@ import torch.nn.functional as F
 
 from .kv_cache import KVCache
 from .masks import check_mask
-from .validation import check_bool, check_float, check_number, check_probability, check_rank, check_same_device
+from .validation import check_bool, check_float, check_like, check_number, check_probability, check_rank
 
 __all__ = ["attention_with_weights", "KVCache"]
 
@@ -36,32 +30,19 @@ MASK_BUDGET = 1 << 22
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
-        check_rank(t, name, (2, 3, 4), "(…, T, d_k), e.g. (B, h, T, d_k)")
-        check_float(t, name)
-    for name, t in (("k", k), ("v", v)):
-        check_same_device(t, name, q.device, "q")
-        if t.dtype != q.dtype:
-            raise TypeError(f"q is {q.dtype} but {name} is {t.dtype}: convert both to one dtype")
-    if not (q.dim() == k.dim() == v.dim()):
-        raise ValueError(
-            f"q, k, v must have the same rank, got shapes {tuple(q.shape)}, {tuple(k.shape)}, "
-            f"{tuple(v.shape)}"
-        )
+        check_float(check_rank(t, name, (2, 3, 4), "(…, T, d_k), e.g. (B, h, T, d_k)"), name)
+    check_like(k, "k", q, "q")
+    check_like(v, "v", q, "q")
+    shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):  # rank too
+        raise ValueError(f"q, k, v must have the same rank and leading (batch, head) dimensions, got {shapes}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must have the same feature size d_k to be compared by a dot product, got "
-            f"q {tuple(q.shape)} and k {tuple(k.shape)}: project both to the same d_k"
+            f"q and k must have the same feature size d_k to be compared by a dot product, got {shapes}: "
+            "project both to the same d_k"
         )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of positions T_k (one value per key), got "
-            f"k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        raise ValueError(
-            f"q, k, v must share their leading (batch, head) dimensions, got {tuple(q.shape)}, "
-            f"{tuple(k.shape)}, {tuple(v.shape)}"
-        )
+        raise ValueError(f"k and v must have the same number of positions T_k (one value per key), got {shapes}")
 
 
 def _with_causal(mask, t_q: int, t_k: int, start: int, stop: int, device, n_k: int | None = None):
@@ -76,10 +57,9 @@ def _with_causal(mask, t_q: int, t_k: int, start: int, stop: int, device, n_k: i
 def _settle(mask: torch.Tensor, dtype: torch.dtype):
     """(mask ready for the scores, has_keys (…, T_q, 1)).
 
-    A row with no visible key would be softmax over only −inf = NaN: such rows see every key instead (finite
-    numbers, finite gradients) and are zeroed afterwards. The test is made on the mask as given, *before* any cast,
-    so a finite −1e5 in a float32 mask stays "visible" even though it would round to −inf in float16: finite
-    values are clamped into the dtype's range instead.
+    A row with no visible key (softmax over only −inf = NaN) sees every key instead (finite values and gradients)
+    and is zeroed afterwards. The test reads the mask *before* any cast, so a finite −1e5 in a float32 mask stays
+    "visible" although float16 would round it to −inf: finite values are clamped into the dtype's range instead.
     """
     if mask.dtype == torch.bool:
         has_keys = mask.any(dim=-1, keepdim=True)
@@ -100,7 +80,7 @@ def _fast(q, k, v, mask, is_causal: bool, dropout_p: float, scale: float) -> tor
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     # The fused kernel takes either is_causal or a mask, not both: build the combined mask one block of query rows
     # at a time, so its size stays under MASK_BUDGET entries however long the sequence.
-    rows = t_q if t_q * t_k <= MASK_BUDGET else max(1, MASK_BUDGET // max(t_k, 1))
+    rows = max(1, min(t_q, MASK_BUDGET // max(t_k, 1)))
     blocks = []
     for start in range(0, max(t_q, 1), rows):
         stop = min(t_q, start + rows)
@@ -114,23 +94,15 @@ def _fast(q, k, v, mask, is_causal: bool, dropout_p: float, scale: float) -> tor
         if is_causal:
             m = _with_causal(m, t_q, t_k, start, stop, q.device, n_k)
         m, has_keys = _settle(m, q.dtype)
-        qs = q if rows >= t_q else q[..., start:stop, :]
-        out = F.scaled_dot_product_attention(qs, k[..., :n_k, :], v[..., :n_k, :], attn_mask=m, dropout_p=dropout_p,
-                                             scale=scale)
+        out = F.scaled_dot_product_attention(q[..., start:stop, :], k[..., :n_k, :], v[..., :n_k, :], attn_mask=m,
+                                             dropout_p=dropout_p, scale=scale)
         blocks.append(out.masked_fill(~has_keys, 0.0))
-    return blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-2)
+    return torch.cat(blocks, dim=-2) if len(blocks) > 1 else blocks[0]
 
 
 def attention_with_weights(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    *,
-    dropout_p: float = 0.0,
-    need_weights: bool = True,
-    scale: float | None = None,
-    is_causal: bool = False,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *, dropout_p: float = 0.0,
+    need_weights: bool = True, scale: float | None = None, is_causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """softmax(q kᵀ · scale + M) v with scale = 1/√d_k by default (lesson 03); returns ``(out, weights)``.
 
@@ -147,8 +119,7 @@ def attention_with_weights(
     if is_causal and t_q > t_k:
         raise ValueError(f"is_causal needs T_q <= T_k (the queries are the last T_q positions), got {t_q} > {t_k}")
     if mask is not None:
-        check_mask(mask, (*q.shape[:-2], t_q, t_k))
-        check_same_device(mask, "mask", q.device, "the attention inputs")
+        check_mask(mask, (*q.shape[:-2], t_q, t_k), device=q.device)
     if not need_weights:
         return _fast(q, k, v, mask, is_causal, dropout_p, scale), None
 

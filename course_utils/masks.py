@@ -61,12 +61,12 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     return out
 
 
-def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask") -> torch.Tensor:
+def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask", device=None) -> torch.Tensor:
     """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``: every
     mask dimension equals the scores' or is 1 (a mask never enlarges the output). Refused too, each with the fix:
     integer masks (0/1: keep or block?), a rank-3 mask for (B, h, T_q, T_k) scores (batch or heads first?), a float
-    mask holding only 0 and 1 (a keep-mask an additive mask would read as "add 1"), NaN or +inf in an additive mask.
-    Value checks follow ``validation.reads_values``."""
+    mask holding only 0 and 1 (a keep-mask an additive mask would read as "add 1"), NaN or +inf in an additive mask,
+    a mask on another ``device`` than the attention inputs. Value checks follow ``validation.reads_values``."""
     check_tensor(mask, name)
     scores_shape = tuple(scores_shape)
     four_d = len(scores_shape) == 4
@@ -103,6 +103,8 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
                 f"float {name} holds only 0 and 1: it looks like a keep-mask, but a float mask is *added* to the "
                 f"scores (0 = keep, -inf = hide). Pass {name}.bool() (True = attend)"
             )
+    if device is not None:
+        check_same_device(mask, name, device, "the attention inputs")
     return mask
 
 
