@@ -1,9 +1,7 @@
-"""Copy weights between ``course_utils`` modules and PyTorch's own ``torch.nn`` Transformer modules, both ways:
-``load_from_torch(ours, theirs)`` (torch → ours; also under the per-module names ``load_mha_from_torch`` …) and
-``copy_to_torch(ours, theirs)`` (ours → torch). One table of tensor pairs per module serves both directions.
-
-Used by the parity tests and by the lessons' "check against PyTorch" cells: same weights in, same numbers out.
-Both libraries store W^Q, W^K, W^V stacked in one (3·d_model, d_model) matrix, so the copy is one-to-one.
+"""Copy weights between ``course_utils`` modules and PyTorch's ``torch.nn`` Transformer modules, both ways, for the
+parity tests and the lessons' "check against PyTorch" cells: ``load_from_torch(ours, theirs)`` (torch → ours; also
+under per-module names such as ``load_mha_from_torch``) and ``copy_to_torch(ours, theirs)`` (ours → torch). Both
+libraries stack W^Q, W^K, W^V in one (3·d_model, d_model) matrix, so the copy is one-to-one.
 """
 
 from __future__ import annotations
@@ -17,14 +15,6 @@ from .norm import LayerNorm
 # Each *_pairs function lists (our tensor, torch's tensor, name) once; _transfer copies them either way, so the
 # two directions can never disagree about which tensor goes where.
 Pairs = list[tuple[torch.Tensor | None, torch.Tensor | None, str]]
-
-
-def _check_pair(dst: torch.Tensor | None, src: torch.Tensor | None, what: str) -> None:
-    if (dst is None) != (src is None):
-        raise ValueError(f"{what}: one module has this parameter and the other does not (bias=True/False?)")
-    if dst is not None and dst.shape != src.shape:
-        raise ValueError(f"{what}: shape {tuple(src.shape)} cannot be copied into {tuple(dst.shape)}: "
-                         "build both modules with the same d_model, n_heads and d_ff")
 
 
 def _mha_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> Pairs:
@@ -87,7 +77,11 @@ def _pairs(ours: nn.Module, theirs: nn.Module) -> Pairs:
 def _transfer(ours: nn.Module, theirs: nn.Module, to_ours: bool) -> None:
     pairs = [(mine, their, what) if to_ours else (their, mine, what) for mine, their, what in _pairs(ours, theirs)]
     for dst, src, what in pairs:           # every check runs before the first tensor is written
-        _check_pair(dst, src, what)
+        if (dst is None) != (src is None):
+            raise ValueError(f"{what}: one module has this parameter and the other does not (bias=True/False?)")
+        if dst is not None and dst.shape != src.shape:
+            raise ValueError(f"{what}: shape {tuple(src.shape)} cannot be copied into {tuple(dst.shape)}: "
+                             "build both modules with the same d_model, n_heads and d_ff")
     for dst, src, _ in pairs:
         if dst is not None:
             dst.copy_(src)

@@ -83,10 +83,8 @@ class EncoderLayer(_Layer):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, key_keep_mask: torch.Tensor | None = None,
                 is_causal: bool = False, cache: KVCache | None = None) -> torch.Tensor:
-        def attend(h):
-            return self.self_attn(h, mask=mask, key_keep_mask=key_keep_mask, is_causal=is_causal, cache=cache)
-
-        x = self.res1(x, attend)  # (B, T, C)
+        x = self.res1(x, lambda h: self.self_attn(h, mask=mask, key_keep_mask=key_keep_mask, is_causal=is_causal,
+                                                  cache=cache))  # (B, T, C)
         return self.res2(x, self.ffn)
 
 

@@ -13,7 +13,7 @@ from torch import nn
 
 from .config import LayerConfig, check_pad_id, check_size, d_ff_or_default
 from .kv_cache import KVCache
-from .layers import DecoderLayer, EncoderLayer, check_memory
+from .layers import DecoderLayer, EncoderLayer
 from .masks import padding_mask
 from .norm import make_norm
 from .pooling import check_keep_mask, masked_mean
@@ -62,8 +62,7 @@ class Decoder(_LayerStack):
     def forward(self, y: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, *, is_causal: bool = True,
                 cache: KVCache | None = None) -> torch.Tensor:
-        check_memory(memory)
-        for layer in self.layers:
+        for layer in self.layers:  # each layer refuses a missing memory (check_memory)
             y = layer(y, memory, self_mask, memory_mask, is_causal=is_causal, cache=cache)
         return self.norm(y)
 
@@ -82,8 +81,7 @@ class Transformer(nn.Module):
         cfg = LayerConfig.merge(layer)
         src_vocab, tgt_vocab = check_size(src_vocab, "src_vocab"), check_size(tgt_vocab, "tgt_vocab")
         self.pad_id, self.d_model, self.max_len = check_pad_id(pad_id, min(src_vocab, tgt_vocab)), d_model, max_len
-        self.src_embed = TokenEmbedding(src_vocab, d_model)
-        self.tgt_embed = TokenEmbedding(tgt_vocab, d_model)
+        self.src_embed, self.tgt_embed = TokenEmbedding(src_vocab, d_model), TokenEmbedding(tgt_vocab, d_model)
         self.src_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
         self.tgt_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
         d_ff = d_ff_or_default(d_ff, d_model)

@@ -92,8 +92,6 @@ class RMSNorm(nn.Module):
 
 def make_norm(kind: str, d_model: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
     """``"layer"`` -> LayerNorm (β only with ``bias``), ``"rms"`` -> RMSNorm (never a β)."""
-    if kind == "layer":
-        return LayerNorm(d_model, eps=eps, bias=bias)
-    if kind == "rms":
-        return RMSNorm(d_model, eps=eps)
-    raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
+    if kind not in ("layer", "rms"):
+        raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
+    return LayerNorm(d_model, eps=eps, bias=bias) if kind == "layer" else RMSNorm(d_model, eps=eps)
