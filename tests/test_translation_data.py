@@ -111,7 +111,7 @@ def test_a_zip_with_a_bad_crc_or_no_cmn_txt_is_refused(tmp_path):
 # ------------------------------------------------------------------------------------------------- offline
 def test_offline_gives_the_bundled_sample_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_OFFLINE", "1")
-    monkeypatch.setattr(translation.urllib.request, "urlopen", lambda *a, **k: pytest.fail("went online"))
+    monkeypatch.setattr("urllib.request.urlopen", lambda *a, **k: pytest.fail("went online"))
     with pytest.warns(SampleDataWarning, match="tatoeba_cmn_sample.tsv"):
         pairs = translation.load_tatoeba_cmn(tmp_path, simplified=False)
     assert 300 <= len(pairs) <= 500 and pairs.source.kind == "sample" and "Tatoeba" in pairs.source.detail

@@ -1,19 +1,13 @@
 """The course's data layer: find, download, verify and load the datasets (see docs/data.md).
 
-Quick start::
-
     from course_utils import data
     rows = data.load_sst2("dev")          # list of (sentence, label), label 0 = negative, 1 = positive
     print(rows.describe())                # how many, which labels, and where they came from
-    text = data.load_tiny_shakespeare()   # one str
 
-* The data folder is ``$COURSE_DATA_DIR`` or ``~/.cache/transformers-course`` (:func:`data_dir`).
-* Every file is checked against its published sha256 (:func:`fetch`); a corrupt one raises
-  :class:`ChecksumMismatch`, whose message says how to fix it.
-* Offline (``COURSE_OFFLINE=1``, ``download=False`` or no network) a missing file raises
-  :class:`DataUnavailable` telling where to get it, or, in the loaders with ``fallback=True`` (the default),
-  a tiny bundled sample is returned with a :class:`SampleDataWarning`.
-* ``python -m course_utils.data`` lists the datasets and their status; ``... fetch NAME`` downloads one.
+Files live in :func:`data_dir` and are checked against their sha256 (:func:`fetch`, :class:`ChecksumMismatch`).
+Offline (``COURSE_OFFLINE=1``, ``download=False``, no network) a missing file raises :class:`DataUnavailable`
+saying where to get it, or the loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`.
+``python -m course_utils.data`` lists the datasets; ``... fetch NAME`` downloads one.
 """
 
 from .archives import extract_resource, safe_extract

@@ -1,11 +1,6 @@
-"""Which datasets the course uses, where they live on disk, and how to check that a copy is intact.
+"""Which datasets the course uses, where they live on disk (:func:`data_dir`), and their size and sha256.
 
-Every dataset file is described once, by a :class:`Resource`: its path inside the *data folder*, its exact
-size and sha256, and where the public copy comes from. The sha256 is what makes a file trustworthy: a
-download cut short or a file edited by hand is caught before a lesson trains on it.
-
-The data folder is found by :func:`data_dir`: an explicit argument, else ``$COURSE_DATA_DIR``, else
-``$XDG_CACHE_HOME/transformers-course`` (``~/.cache/transformers-course`` when ``XDG_CACHE_HOME`` is unset).
+A :class:`Resource` describes one file; its sha256 catches a download cut short or a file edited by hand.
 """
 
 from __future__ import annotations
@@ -18,14 +13,10 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Resource:
-    """One file of a dataset.
-
-    ``path`` is relative to the data folder (``/``-separated). ``size`` and ``sha256`` describe the file *as
-    it lies in the data folder*. ``urls`` are tried in order; an empty tuple means there is no public copy of
-    these exact bytes and the file can only come from a data folder. ``derive`` turns the downloaded bytes
-    into the data-folder layout (e.g. drops a header row) before the checksum is compared. ``extract_to``
-    marks an archive and names the folder it is unpacked into.
-    """
+    """One file of a dataset: ``path`` (``/``-separated, relative to the data folder), ``size`` and ``sha256``
+    of the file *as it lies in the data folder*. ``urls`` are tried in order (none: only a data folder has these
+    bytes); ``derive`` maps downloaded bytes to the data-folder layout before the check; ``extract_to`` marks an
+    archive and names the folder it is unpacked into."""
 
     name: str
     path: str
@@ -40,11 +31,8 @@ class Resource:
 
 
 def _normalize_chnsenticorp(raw: bytes) -> bytes:
-    """Upstream CSV -> course layout: UTF-8 without BOM, ``\\n`` line ends, no ``label,review`` header row.
-
-    The course's copy (the sha256 below) is the upstream file without its header line; normalizing the BOM and
-    line ends as well keeps the checksum stable if a mirror re-saved the file on another operating system.
-    """
+    """Upstream CSV -> course layout: UTF-8 without BOM, ``\\n`` line ends, no ``label,review`` header row
+    (normalizing BOM and line ends keeps the sha256 stable if a mirror re-saved the file on another system)."""
     text = raw.decode("utf-8-sig").replace("\r\n", "\n")
     first, _, rest = text.partition("\n")
     if first.strip().lower() == "label,review":
@@ -52,94 +40,62 @@ def _normalize_chnsenticorp(raw: bytes) -> bytes:
     return (text.rstrip("\n") + "\n").encode("utf-8")
 
 
-_GLUE_NOTE = (
-    "The same sentences (train and dev, with labels) are in GLUE's SST-2.zip, resource 'sst2-glue', which "
-    "load_sst2() downloads when this file is missing; GLUE withholds the test labels."
-)
+_SST = "Stanford Sentiment Treebank (Socher et al. 2013)"
+_GLUE_NOTE = ("The same sentences (train and dev, with labels) are in GLUE's SST-2.zip, resource 'sst2-glue', which "
+              "load_sst2() downloads when this file is missing; GLUE withholds the test labels.")
 
-REGISTRY: dict[str, Resource] = {
-    r.name: r
-    for r in [
-        Resource(
-            "tiny-shakespeare", "tinyshakespeare/input.txt", 1_115_394,
-            "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
-            "tiny-shakespeare: 1,115,394 characters of Shakespeare's plays (65 distinct characters)",
-            "Andrej Karpathy's char-rnn repository; the text is in the public domain",
-            urls=("https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/"
-                  "input.txt",),
-        ),
-        Resource(
-            "sst2-train", "sst2/train.tsv", 3_806_081,
-            "e981ceb4fe6c9acd1c79851d0d091b9e78103f1f2a399ca83dda27915d41c56c",
-            "SST-2 train: 67,349 movie-review phrases, 'label<TAB>sentence', 0 = negative, 1 = positive",
-            "Stanford Sentiment Treebank (Socher et al. 2013) as packaged by GLUE",
-            how_to_get=_GLUE_NOTE,
-        ),
-        Resource(
-            "sst2-dev", "sst2/dev.tsv", 94_414,
-            "84207e6be5873fb18db798cc6faec86871f5a426554650ff64a1c34e87665f6f",
-            "SST-2 dev: 872 sentences, 'label<TAB>content' (the split papers report)",
-            "Stanford Sentiment Treebank (Socher et al. 2013) as packaged by GLUE",
-            how_to_get=_GLUE_NOTE,
-        ),
-        Resource(
-            "sst2-test", "sst2/test.tsv", 193_576,
-            "fcd46f967b7b8efd8b5398481dadf873886298d092195167af907fd532e81e1c",
-            "SST-2 test with labels: 1,821 sentences, 'label<TAB>content'",
-            "Stanford Sentiment Treebank (Socher et al. 2013); GLUE's public test split has no labels",
-            how_to_get="GLUE's SST-2.zip has this split without labels, so a labelled copy only comes from a "
-            "data folder (e.g. the course's shared data).",
-        ),
-        Resource(
-            "sst2-glue", "sst2/SST-2.zip", 7_439_277,
-            "d67e16fb55739c1b32cdce9877596db1c127dc322d93c082281f64057c16deaa",
-            "GLUE SST-2.zip: SST-2/train.tsv and SST-2/dev.tsv ('sentence<TAB>label'), "
-            "SST-2/test.tsv (no labels)",
-            "GLUE benchmark (Wang et al. 2018); the treebank is Socher et al. 2013",
-            urls=("https://dl.fbaipublicfiles.com/glue/data/SST-2.zip",),
-        ),
-        Resource(
-            "chnsenticorp", "chnsenticorp/ChnSentiCorp_htl_all.csv", 2_904_841,
-            "fd9e05bc82672483f7af8f8c46e86919aeea1852a22e971efdde8522d7b78f50",
-            "ChnSentiCorp hotel reviews: 7,766 Chinese reviews, 'label,review' without a header row "
-            "(5,322 positive / 2,444 negative)",
-            "ChnSentiCorp (Tan Songbo), as published in the SophonPlus/ChineseNlpCorpus repository",
-            urls=(
-                "https://raw.githubusercontent.com/SophonPlus/ChineseNlpCorpus/master/datasets/"
-                "ChnSentiCorp_htl_all/ChnSentiCorp_htl_all.csv",
-            ),
-            how_to_get="The upstream CSV has a 'label,review' header line; the course's copy drops it.",
-            derive=_normalize_chnsenticorp,
-        ),
-        Resource(
-            "imdb", "imdb/aclImdb_v1.tar.gz", 84_125_825,
-            "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe",
-            "Large Movie Review Dataset v1.0: 25,000 train + 25,000 test reviews "
-            "(aclImdb/{train,test}/{pos,neg})",
-            "Maas et al. 2011, Stanford AI Lab",
-            urls=("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",),
-            extract_to="imdb",
-        ),
-        Resource(
-            "imdb-subset", "imdb_subset/IMDB Dataset.csv", 3_261_893,
-            "27eb2025b12430a31ade5f433f204a2ccfaad0d15e962c5f832848e6fd4c46da",
-            "First 2,500 rows of the 50k-review 'IMDB Dataset.csv', 'review,sentiment' with a header row",
-            "Reviews from Maas et al. 2011 in the widely shared 50k-row CSV",
-            how_to_get="This subset has no public URL: it only comes from a data folder. Without it, "
-            "load_imdb() falls back to the full aclImdb_v1.tar.gz (resource 'imdb').",
-        ),
-        Resource(
-            "tatoeba-cmn", "tatoeba_cmn/cmn.txt", 1_976_573,
-            "d8719bfc39a689b8040652557e73a9117dae47691011c8e9a6b3038efe97dc97",
-            "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (much of the Chinese traditional)",
-            "Tatoeba (tatoeba.org, CC BY 2.0 FR) as packaged in cmn-eng.zip by manythings.org/anki",
-            how_to_get="Upstream grows: the current https://www.manythings.org/anki/cmn-eng.zip holds a newer "
-            "cmn.txt with a third (attribution) column, so no public copy has these exact bytes. "
-            "load_tatoeba_cmn() downloads that zip to tatoeba_cmn/cmn-eng.zip and reads it (or any other "
-            "version of cmn.txt) after checking its format, and says which file it read.",
-        ),
-    ]
-}
+REGISTRY: dict[str, Resource] = {r.name: r for r in [
+    Resource("tiny-shakespeare", "tinyshakespeare/input.txt", 1_115_394,
+             "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+             "tiny-shakespeare: 1,115,394 characters of Shakespeare's plays (65 distinct characters)",
+             "Andrej Karpathy's char-rnn repository; the text is in the public domain",
+             urls=("https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",)),
+    Resource("sst2-train", "sst2/train.tsv", 3_806_081,
+             "e981ceb4fe6c9acd1c79851d0d091b9e78103f1f2a399ca83dda27915d41c56c",
+             "SST-2 train: 67,349 movie-review phrases, 'label<TAB>sentence', 0 = negative, 1 = positive",
+             f"{_SST} as packaged by GLUE", how_to_get=_GLUE_NOTE),
+    Resource("sst2-dev", "sst2/dev.tsv", 94_414, "84207e6be5873fb18db798cc6faec86871f5a426554650ff64a1c34e87665f6f",
+             "SST-2 dev: 872 sentences, 'label<TAB>content' (the split papers report)",
+             f"{_SST} as packaged by GLUE", how_to_get=_GLUE_NOTE),
+    Resource("sst2-test", "sst2/test.tsv", 193_576, "fcd46f967b7b8efd8b5398481dadf873886298d092195167af907fd532e81e1c",
+             "SST-2 test with labels: 1,821 sentences, 'label<TAB>content'",
+             f"{_SST}; GLUE's public test split has no labels",
+             how_to_get="GLUE's SST-2.zip has this split without labels, so a labelled copy only comes from a "
+             "data folder (e.g. the course's shared data)."),
+    Resource("sst2-glue", "sst2/SST-2.zip", 7_439_277,
+             "d67e16fb55739c1b32cdce9877596db1c127dc322d93c082281f64057c16deaa",
+             "GLUE SST-2.zip: SST-2/train.tsv and SST-2/dev.tsv ('sentence<TAB>label'), SST-2/test.tsv (no labels)",
+             "GLUE benchmark (Wang et al. 2018); the treebank is Socher et al. 2013",
+             urls=("https://dl.fbaipublicfiles.com/glue/data/SST-2.zip",)),
+    Resource("chnsenticorp", "chnsenticorp/ChnSentiCorp_htl_all.csv", 2_904_841,
+             "fd9e05bc82672483f7af8f8c46e86919aeea1852a22e971efdde8522d7b78f50",
+             "ChnSentiCorp hotel reviews: 7,766 Chinese reviews, 'label,review' without a header row "
+             "(5,322 positive / 2,444 negative)",
+             "ChnSentiCorp (Tan Songbo), as published in the SophonPlus/ChineseNlpCorpus repository",
+             urls=("https://raw.githubusercontent.com/SophonPlus/ChineseNlpCorpus/master/datasets/"
+                   "ChnSentiCorp_htl_all/ChnSentiCorp_htl_all.csv",),
+             how_to_get="The upstream CSV has a 'label,review' header line; the course's copy drops it.",
+             derive=_normalize_chnsenticorp),
+    Resource("imdb", "imdb/aclImdb_v1.tar.gz", 84_125_825,
+             "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe",
+             "Large Movie Review Dataset v1.0: 25,000 train + 25,000 test reviews (aclImdb/{train,test}/{pos,neg})",
+             "Maas et al. 2011, Stanford AI Lab",
+             urls=("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",), extract_to="imdb"),
+    Resource("imdb-subset", "imdb_subset/IMDB Dataset.csv", 3_261_893,
+             "27eb2025b12430a31ade5f433f204a2ccfaad0d15e962c5f832848e6fd4c46da",
+             "First 2,500 rows of the 50k-review 'IMDB Dataset.csv', 'review,sentiment' with a header row",
+             "Reviews from Maas et al. 2011 in the widely shared 50k-row CSV",
+             how_to_get="This subset has no public URL: it only comes from a data folder. Without it, "
+             "load_imdb() falls back to the full aclImdb_v1.tar.gz (resource 'imdb')."),
+    Resource("tatoeba-cmn", "tatoeba_cmn/cmn.txt", 1_976_573,
+             "d8719bfc39a689b8040652557e73a9117dae47691011c8e9a6b3038efe97dc97",
+             "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (much of the Chinese traditional)",
+             "Tatoeba (tatoeba.org, CC BY 2.0 FR) as packaged in cmn-eng.zip by manythings.org/anki",
+             how_to_get="Upstream grows: the current https://www.manythings.org/anki/cmn-eng.zip holds a newer "
+             "cmn.txt with a third (attribution) column, so no public copy has these exact bytes. "
+             "load_tatoeba_cmn() downloads that zip to tatoeba_cmn/cmn-eng.zip and reads it (or any other "
+             "version of cmn.txt) after checking its format, and says which file it read."),
+]}
 
 
 def get_resource(name: str) -> Resource:
@@ -151,13 +107,11 @@ def get_resource(name: str) -> Resource:
 
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """The data folder: ``path`` if given, else ``$COURSE_DATA_DIR``, else the user cache folder.
+    """The data folder: ``path``, else ``$COURSE_DATA_DIR``, else ``$XDG_CACHE_HOME/transformers-course``
+    (``~/.cache/transformers-course``); not created here.
 
-    The cache folder is ``$XDG_CACHE_HOME/transformers-course``, or ``~/.cache/transformers-course``. A
-    relative ``COURSE_DATA_DIR`` is read from the current directory; if nothing is there, it is also tried
-    from each parent folder of the current directory, because notebooks run inside ``notebooks/en`` while the
-    variable is usually set from the project root. (The package never looks at where it is installed.)
-    The folder is not created here: only a download does that.
+    A relative ``COURSE_DATA_DIR`` missing from the current directory is also tried from each parent folder:
+    notebooks run inside ``notebooks/en`` while the variable is usually set from the project root.
     """
     if path is not None:
         return Path(path).expanduser().absolute()

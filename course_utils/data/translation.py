@@ -1,40 +1,26 @@
-"""English–Chinese sentence pairs from Tatoeba, a split that never tests on a trained English sentence, and
-BLEU / chrF with sacreBLEU (lesson 10, ``benchmarks/train_translation.py``).
+"""English–Chinese Tatoeba pairs, a split that never tests on a trained English sentence, and BLEU / chrF with
+sacreBLEU (lesson 10, ``benchmarks/train_translation.py``).
 
-Data: Tatoeba (https://tatoeba.org), licence CC BY 2.0 FR, as packaged in ``cmn-eng.zip`` by the manythings.org
-Anki collection (https://www.manythings.org/anki/). Two layouts exist:
-
-* ``english<TAB>chinese`` (the course's ``tatoeba_cmn/cmn.txt``, 32,028 rows, sha256 in the registry);
-* ``english<TAB>chinese<TAB>attribution`` (the current upstream file, which grows, so its hash changes).
-
-:func:`load_tatoeba_cmn` reads either, from ``tatoeba_cmn/cmn.txt`` or ``tatoeba_cmn/cmn-eng.zip`` in the data
-folder, downloads the zip when it may, and otherwise returns a small bundled sample with a warning. A file whose
-hash is not the course's is still read, after every line passed a format check (a zip's CRCs are checked too);
-``pairs.source`` says which file was read and whether its sha256 is the course's.
-
-About 30% of the Chinese is in traditional characters; ``simplified=True`` converts it with OpenCC (``t2s``).
-BLEU uses sacreBLEU's ``tokenize="zh"`` (every Chinese character is a token), and each test sentence is scored
-against *all* its reference translations. OpenCC and sacreBLEU are optional: ``pip install opencc sacrebleu``
-(or the ``translation`` extra).
+Data: Tatoeba (https://tatoeba.org, CC BY 2.0 FR) in the manythings.org Anki ``cmn-eng.zip``, as
+``english<TAB>chinese`` (the course's ``tatoeba_cmn/cmn.txt``, sha256 in the registry) or
+``english<TAB>chinese<TAB>attribution`` (the current upstream file, which grows). A file whose hash is not the
+course's is still read once every line passed a format check (and a zip its CRCs); ``pairs.source`` says which.
+About 30% of the Chinese is traditional: ``simplified=True`` converts it with OpenCC (``t2s``). Optional
+packages: ``pip install opencc sacrebleu`` (or the ``translation`` extra).
 """
 
 from __future__ import annotations
 
-import http.client
+import importlib
 import os
 import random
 import re
-import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from . import samples
 from .datasets import DataSource
-from .download import DataUnavailable, downloads_allowed, sha256_file
+from .download import DataUnavailable, _download, _NetworkError, downloads_allowed, sha256_file
 from .registry import data_dir as _resolve_dir
 from .registry import get_resource
 
@@ -114,32 +100,23 @@ def read_pairs(path: str | os.PathLike) -> tuple[list[tuple[str, str]], str]:
     return rows, f"{where} ({columns} columns)"
 
 
+def _check_zip(tmp: Path) -> None:
+    if not zipfile.is_zipfile(tmp):
+        raise ValueError("the reply is not a zip file (a web page instead of the file, or a cut transfer?)")
+    read_pairs(tmp)  # CRCs and format: a damaged transfer is refused before it is kept
+
+
 def _download_zip(root: Path, progress: bool) -> Path:
     """Download ``cmn-eng.zip`` into ``root/tatoeba_cmn`` via a temporary file, kept only if it reads back."""
     dest = root / ZIP_PATH
     dest.parent.mkdir(parents=True, exist_ok=True)
     failures = []
     for url in ZIP_URLS:
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".cmn-eng.zip.", suffix=".part")
         try:
-            with os.fdopen(fd, "wb") as out:
-                request = urllib.request.Request(url, headers={"User-Agent": "Mozilla/5.0 (transformers-course)"})
-                with urllib.request.urlopen(request, timeout=60) as response:
-                    total = int(response.headers.get("Content-Length") or 0) or None
-                    with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=not progress,
-                              leave=False) as bar:
-                        for chunk in iter(lambda: response.read(1 << 16), b""):
-                            out.write(chunk)
-                            bar.update(len(chunk))
-            if not zipfile.is_zipfile(tmp):
-                raise ValueError("the reply is not a zip file (a web page instead of the file, or a cut transfer?)")
-            read_pairs(tmp)  # CRCs and format: a damaged transfer is refused before it is kept
-            os.replace(tmp, dest)
+            _download(url, dest, progress, _check_zip)
             return dest
-        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+        except (_NetworkError, OSError, ValueError) as exc:
             failures.append(f"{url}: {exc}")
-        finally:
-            Path(tmp).unlink(missing_ok=True)
     raise DataUnavailable("the download of cmn-eng.zip failed:\n    " + "\n    ".join(failures))
 
 
@@ -152,44 +129,39 @@ def _sample_pairs(reason: Exception) -> Pairs:
 
 def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: bool = True, fallback: bool = True,
                      download: bool = True, progress: bool = True) -> Pairs:
-    """Tatoeba English–Chinese pairs ``(english, chinese)``, Chinese converted to simplified characters by default.
+    """Tatoeba pairs ``(english, chinese)``, the Chinese in simplified characters by default.
 
-    Looks for ``tatoeba_cmn/cmn.txt``, then ``tatoeba_cmn/cmn-eng.zip`` in the data folder; otherwise downloads
-    the zip (when allowed); otherwise (``fallback=True``) returns the bundled sample of a few hundred pairs with a
-    :class:`SampleDataWarning`. A damaged file raises ``ValueError`` naming the line, never falls back silently.
+    Reads ``tatoeba_cmn/cmn.txt``, else ``tatoeba_cmn/cmn-eng.zip`` in the data folder, else downloads the zip (when
+    allowed), else (``fallback=True``) returns the bundled sample with a :class:`SampleDataWarning`. A damaged file
+    raises ``ValueError`` naming the line, never falls back silently.
     """
     root = _resolve_dir(data_dir)
     res = get_resource("tatoeba-cmn")
     found = [p for p in (root / res.path, root / ZIP_PATH) if p.is_file()]
-    kind = "data_dir"
-    if not found:
-        try:
-            if not downloads_allowed(download):
-                why = "download=False was passed" if not download else "downloads are disabled by COURSE_OFFLINE"
-                raise DataUnavailable(f"{why}")
-            found, kind = [_download_zip(root, progress)], "downloaded"
-        except DataUnavailable as exc:
-            missing = DataUnavailable(
-                f"Tatoeba cmn-eng is not in the data folder (neither {root / res.path} nor {root / ZIP_PATH}) and "
-                f"{exc}.\n  Get {ZIP_URLS[0]} (or the course's cmn.txt) into {root / 'tatoeba_cmn'}, or point "
-                "COURSE_DATA_DIR at a folder that has it (docs/data.md).")
-            if not fallback:
-                raise missing from None
-            pairs = _sample_pairs(missing)
-            return Pairs(to_simplified(pairs) if simplified else pairs, pairs.name, pairs.source)
-    path = found[0]
-    rows, what = read_pairs(path)
-    digest = sha256_file(path)
-    same = path.stat().st_size == res.size and digest == res.sha256
-    verdict = "sha256 = the course's copy" if same else f"sha256 {digest[:16]}…: another release, format checked"
-    pairs = Pairs(rows, "Tatoeba cmn-eng", DataSource(kind, what, f"{verdict}; {CREDIT}"))
+    try:
+        if not found and not downloads_allowed(download):
+            raise DataUnavailable("download=False was passed" if not download
+                                  else "downloads are disabled by COURSE_OFFLINE")
+        path, kind = (found[0], "data_dir") if found else (_download_zip(root, progress), "downloaded")
+    except DataUnavailable as exc:
+        missing = DataUnavailable(
+            f"Tatoeba cmn-eng is not in the data folder (neither {root / res.path} nor {root / ZIP_PATH}) and "
+            f"{exc}.\n  Get {ZIP_URLS[0]} (or the course's cmn.txt) into {root / 'tatoeba_cmn'}, or point "
+            "COURSE_DATA_DIR at a folder that has it (docs/data.md).")
+        if not fallback:
+            raise missing from None
+        pairs = _sample_pairs(missing)
+    else:
+        rows, what = read_pairs(path)
+        digest = sha256_file(path)
+        same = path.stat().st_size == res.size and digest == res.sha256
+        verdict = "sha256 = the course's copy" if same else f"sha256 {digest[:16]}…: another release, format checked"
+        pairs = Pairs(rows, "Tatoeba cmn-eng", DataSource(kind, what, f"{verdict}; {CREDIT}"))
     return Pairs(to_simplified(pairs) if simplified else pairs, pairs.name, pairs.source)
 
 
 # --------------------------------------------------------------------------------------- preprocessing
 def _require(module: str):
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -208,8 +180,8 @@ def to_simplified(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def english_key(sentence: str) -> str:
-    """What makes two English sentences "the same" for the split: case, punctuation and spacing do not count
-    (Tatoeba has both ``Go away!`` and ``Go away.``; testing on one after training on the other would flatter)."""
+    """The key that makes two English sentences "the same" for the split: case, punctuation and spacing do not
+    count (Tatoeba has ``Go away!`` and ``Go away.``: testing on one after training on the other would flatter)."""
     return " ".join(re.sub(r"[^\w' ]+", " ", sentence.lower()).split())
 
 

@@ -1,20 +1,11 @@
-"""Tiny bundled stand-ins for the real datasets, used only when the real data cannot be had.
+"""Tiny bundled stand-ins, used only when the real data cannot be had (each use warns, see :func:`warn_sample`).
 
-A lesson should still *run* on a laptop with no internet, so every loader can fall back to one of the files
-in this folder (``course_utils/data/samples/``), written for the course and dedicated to the public domain
-(except the Tatoeba sample, see below):
-
-* ``sentiment_en.tsv``: 60 short English movie-review sentences, 30 positive / 30 negative (SST-2, IMDB);
-* ``sentiment_zh.tsv``: 40 short Chinese hotel-review sentences, 20 / 20 (for ChnSentiCorp);
-* ``prose_en.txt``: about 300 lines of original English prose (for tiny-shakespeare);
-* ``tatoeba_cmn_sample.tsv``: 413 English–Chinese sentence pairs (386 English sentences of up to 7 words, with all
-  their translations) taken from the Tatoeba cmn-eng file (for :func:`~course_utils.data.translation.load_tatoeba_cmn`).
-  Unlike the files above it is not the course's own text: the sentences are from Tatoeba (https://tatoeba.org),
-  licence CC BY 2.0 FR (https://creativecommons.org/licenses/by/2.0/fr/), as packaged by the manythings.org Anki
-  collection (https://www.manythings.org/anki/).
-
-They are far too small to learn anything general from, so using one always emits a :class:`SampleDataWarning`
-saying so and how to get the real data.
+* ``sentiment_en.tsv``: 60 English movie-review sentences, 30 positive / 30 negative (SST-2, IMDB);
+* ``sentiment_zh.tsv``: 40 Chinese hotel-review sentences, 20 / 20 (ChnSentiCorp);
+* ``prose_en.txt``: about 300 lines of original English prose (tiny-shakespeare);
+* ``tatoeba_cmn_sample.tsv``: 413 English–Chinese pairs (386 English sentences of up to 7 words, all their
+  translations) from Tatoeba (https://tatoeba.org, CC BY 2.0 FR, https://creativecommons.org/licenses/by/2.0/fr/)
+  as packaged by https://www.manythings.org/anki/. The other three are the course's own, public domain.
 """
 
 from __future__ import annotations
@@ -41,16 +32,14 @@ def sample_location(name: str) -> str:
 
 
 def sample_text() -> str:
-    """The bundled English prose (a few hundred lines), used instead of tiny-shakespeare."""
+    """The bundled English prose, used instead of tiny-shakespeare."""
     return _read("prose_en.txt")
 
 
 def sample_sentiment(lang: str = "en", split: str = "all") -> list[tuple[str, int]]:
-    """Bundled ``(text, label)`` pairs; ``lang`` is ``"en"`` or ``"zh"``.
-
-    ``split="train"`` keeps 4 rows out of 5, ``"dev"``/``"test"``/``"validation"`` the 5th (the same rows for
-    all three), ``"all"`` everything. Labels alternate in the files, so both parts stay balanced.
-    """
+    """Bundled ``(text, label)`` pairs; ``lang`` is ``"en"`` or ``"zh"``. ``split="train"`` keeps 4 rows out of 5,
+    ``"dev"``/``"test"``/``"validation"`` the 5th (the same rows), ``"all"`` everything; labels alternate in the
+    files, so both parts stay balanced."""
     if lang not in ("en", "zh"):
         raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
     lines = _read(f"sentiment_{lang}.tsv").splitlines()[1:]  # first line is the header
@@ -64,9 +53,7 @@ def sample_sentiment(lang: str = "en", split: str = "all") -> list[tuple[str, in
 
 
 def warn_sample(title: str, sample: str, size: str, reason: Exception, stacklevel: int = 3) -> None:
-    """Emit one :class:`SampleDataWarning` explaining that a tiny sample replaces ``title`` and why.
-
-    ``stacklevel`` counts the frames up to the lesson's own line, which the warning then points at."""
+    """Warn once that a tiny sample replaces ``title`` and why; ``stacklevel`` reaches the lesson's own line."""
     warnings.warn(
         f"Using the tiny bundled sample {sample_location(sample)} ({size}) instead of {title}: results on it "
         f"say little about a real model. Pass fallback=False to get an error instead.\n{reason}",
