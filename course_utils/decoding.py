@@ -1,14 +1,12 @@
 """Turning a trained model into sequences (lessons 10 and 11).
 
-* ``greedy_decode``: y_t = argmax_y P(y | y_<t, X), one token at a time, for the encoder–decoder ``Transformer``.
-* ``beam_search``: keep the ``beam_size`` best partial hypotheses by Σ log P; rank finished ones by
-  score / lp(L) with the GNMT length penalty lp(L) = ((5 + L) / 6)^α (Wu et al., 2016), so that α > 0 stops
-  the search from preferring short outputs.
+* ``greedy_decode``: y_t = argmax_y P(y | y_<t, X) with the encoder–decoder ``Transformer``.
+* ``beam_search``: keep the ``beam_size`` best partial hypotheses by Σ log P; rank finished ones by score / lp(L),
+  with the GNMT length penalty lp(L) = ((5 + L) / 6)^α (Wu et al., 2016) so that α > 0 stops preferring short outputs.
 * ``generate`` / ``stream_tokens``: sample from a ``GPT`` (temperature, top-k, top-p: ``course_utils.sampling``).
 
-All of them run in eval mode without gradients (``modes.evaluating``) and give the caller's mode back. They feed
-only the newest token per step and keep earlier keys/values in a ``KVCache``; ``use_cache=False`` recomputes the
-whole prefix each step (same numbers, slower: lesson 11 measures the difference).
+All run under ``modes.evaluating`` (eval mode, no gradients, the caller's mode restored) and feed only the newest
+token per step, with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower: lesson 11).
 """
 
 from __future__ import annotations
@@ -42,8 +40,8 @@ def stream_tokens(
 ) -> Iterator[torch.Tensor]:
     """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen.
 
-    The context window slides once it is full: learned absolute positions mean the cropped window is recomputed
-    from position 0 (with a fresh cache). Each step runs under ``evaluating(model)``.
+    Once the context window is full it slides: with learned absolute positions the cropped window is recomputed
+    from position 0 (with a fresh cache).
     """
     _check_ids(ids, "ids", "(B, T) token ids")
     if ids.size(1) == 0:
@@ -74,22 +72,21 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, **sampling) -> torch
     return torch.cat([ids, *stream_tokens(model, ids, max_new_tokens, **sampling)], dim=1)
 
 
-def _check_seq2seq(model, src: torch.Tensor, max_len: int, ids: dict[str, int]) -> int:
+def _check_seq2seq(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool) -> int:
     _check_ids(src, "src", "(B, S) token ids")
     if src.size(0) == 0:
         raise ValueError("src is an empty batch (B = 0): there is nothing to decode")
     max_len = check_int(max_len, "max_len", 1)
     table = getattr(model, "max_len", None)
     if table is not None and max_len > table:
-        raise ValueError(
-            f"max_len={max_len} output tokens do not fit the model's positional table of {table} positions: "
-            f"use max_len <= {table} (or build the model with a larger max_len)"
-        )
+        raise ValueError(f"max_len={max_len} output tokens do not fit the model's positional table of {table} "
+                         f"positions: use max_len <= {table} (or build the model with a larger max_len)")
     vocab = getattr(getattr(model, "tgt_embed", None), "vocab_size", None)
-    for name, value in ids.items():
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
         check_int(value, name, 0)
         if vocab is not None and value >= vocab:
             raise ValueError(f"{name}={value} is outside the target vocabulary [0, {vocab})")
+    check_bool(use_cache, "use_cache")
     return max_len
 
 
@@ -98,8 +95,7 @@ def greedy_decode(
 ) -> torch.Tensor:
     """Greedy decoding with a seq2seq ``Transformer``: src ``(B, S)`` -> generated ids ``(B, L)`` (no <bos>; after
     a row's <eos> the row is filled with the model's ``pad_id``)."""
-    max_len = _check_seq2seq(model, src, max_len, {"bos_id": bos_id, "eos_id": eos_id})
-    check_bool(use_cache, "use_cache")
+    max_len = _check_seq2seq(model, src, max_len, bos_id, eos_id, use_cache)
     with evaluating(model):
         memory, src_mask = model.encode(src)
         ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
@@ -146,10 +142,9 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
         if not kept:
             break
         if len(finished) >= beam_size:
-            # Stop only when no alive beam can still beat the beam_size-th best finished hypothesis. Log-probs are
-            # <= 0, so an alive score can only fall, and lp(L) <= lp(max_len): best_alive / lp(max_len) bounds
-            # every normalised score it can still reach. (Stopping as soon as beam_size hypotheses had ended let
-            # low-ranked early <eos> candidates end the search before the best, longer hypothesis was complete.)
+            # Stop only when no alive beam can still beat the beam_size-th best finished hypothesis (not as soon as
+            # beam_size have ended: early low-ranked <eos> would cut off a better, longer one). Log-probs are <= 0
+            # and lp(L) <= lp(max_len), so best_alive / lp(max_len) bounds every score an alive beam can reach.
             kth_best = sorted((f[0] for f in finished), reverse=True)[beam_size - 1]
             if max(kept) / length_penalty(max_len, alpha) <= kth_best:
                 break
@@ -179,17 +174,13 @@ def beam_search(
 ) -> torch.Tensor:
     """Beam search with a seq2seq ``Transformer``; src ``(B, S)`` -> best hypothesis per row ``(B, L)`` (no <bos>,
     ending in <eos> when one was produced, padded with ``pad_id``). ``beam_size=1`` equals ``greedy_decode``."""
-    max_len = _check_seq2seq(model, src, max_len, {"bos_id": bos_id, "eos_id": eos_id})
+    max_len = _check_seq2seq(model, src, max_len, bos_id, eos_id, use_cache)
     beam_size = check_int(beam_size, "beam_size", 1)
     alpha = check_number(length_penalty_alpha, "length_penalty_alpha")
-    check_bool(use_cache, "use_cache")
     with evaluating(model):
         hyps = [
             _beam_one(model, src[b : b + 1], beam_size, max_len, bos_id, eos_id, alpha, use_cache)
             for b in range(src.size(0))
         ]
-    width = max(1, max(len(h) for h in hyps))
-    out = torch.full((len(hyps), width), model.pad_id, dtype=torch.long, device=src.device)
-    for b, h in enumerate(hyps):
-        out[b, : len(h)] = torch.tensor(h, dtype=torch.long)
-    return out
+    rows = [torch.tensor(h, dtype=torch.long, device=src.device) for h in hyps]  # each holds >= 1 token
+    return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=model.pad_id)

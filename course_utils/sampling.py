@@ -39,8 +39,7 @@ def _check_temperature(temperature) -> float:
 
 
 def top_k_filter(logits: torch.Tensor, top_k: int | None) -> torch.Tensor:
-    """Set every logit outside the k largest of each row to −inf (``None`` or 0: unchanged). Ties with the k-th
-    largest are kept."""
+    """Set every logit outside the k largest of each row to −inf (ties kept); ``None`` or 0: unchanged."""
     check_float(logits, "logits")
     top_k = _check_top_k(top_k)
     if top_k is None or top_k >= logits.size(-1):
@@ -85,12 +84,10 @@ def sample_next(
 ) -> torch.Tensor:
     """logits ``(B, V)`` -> next ids ``(B, 1)`` drawn from ``sampling_distribution``; ``temperature=0`` is argmax."""
     check_rank(logits, "logits", (2,), "(B, V): the logits of the last position, logits[:, -1]")
-    probs = sampling_distribution(logits, temperature, top_k, top_p)
-    if _check_temperature(temperature) == 0:
+    probs = sampling_distribution(logits, temperature, top_k, top_p)  # also checks the arguments
+    if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     if reads_values(probs) and not bool(torch.isfinite(probs).all()):
-        raise ValueError(
-            "the logits hold NaN or +inf (or a row is all -inf), so there is no distribution to sample from: "
-            "the model diverged, check the loss and the learning rate"
-        )
+        raise ValueError("the logits hold NaN or +inf (or a row is all -inf): there is no distribution to sample "
+                         "from; the model diverged, check the loss and the learning rate")
     return torch.multinomial(probs, 1, generator=generator)
