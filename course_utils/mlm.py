@@ -1,20 +1,10 @@
 """The masked-language-modelling recipe of BERT (Devlin et al., 2019), as reusable functions (lesson 12).
 
-:func:`mask_tokens` corrupts a batch of token ids the way BERT does:
-
-1. *select* each position with probability ``p`` (15 %), never a special token (``<pad>``, ``<bos>``,
-   ``<mask>``, ...);
-2. of the selected positions, replace 80 % by ``<mask>``, 10 % by a random ordinary token and leave 10 %
-   unchanged;
-3. the labels are the original ids at the selected positions and ``-100`` everywhere else, so that a
-   cross-entropy with ``ignore_index=-100`` scores the model **only** on the selected positions.
-
-Why not simply mask everything that is selected? ``<mask>`` never occurs when the model is used later, so a model
-that only ever predicts at ``<mask>`` positions need not build a useful vector for ordinary tokens. The random
-and unchanged 10 % force it to keep a good representation of *every* input token, since any of them might be one
-it is asked about.
-
-:func:`masked_accuracy` and :func:`unigram_baseline` measure the result; :func:`mlm_loss` is the loss.
+:func:`mask_tokens` selects each non-special position with probability ``p`` (15 %), replaces 80 % of the selected
+by ``<mask>``, 10 % by a random ordinary token and leaves 10 % unchanged; the labels are the original ids there and
+``-100`` elsewhere, so a cross-entropy with ``ignore_index=-100`` scores **only** the selected positions. (``<mask>``
+never occurs later, so the random and unchanged 10 % force a good representation of *every* input token.)
+:func:`mlm_loss` is the loss; :func:`masked_accuracy` and :func:`unigram_baseline` measure the result.
 """
 
 from __future__ import annotations
@@ -24,6 +14,8 @@ from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
+
+from .validation import check_tensor
 
 __all__ = ["IGNORE_INDEX", "mask_tokens", "masked_logits", "mlm_loss", "masked_accuracy", "unigram_baseline"]
 
@@ -60,19 +52,15 @@ def mask_tokens(
     mask_frac: float = 0.8,
     random_frac: float = 0.1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption: returns ``(inputs, labels)``, both shaped like ``ids``; ``ids`` is not modified.
+    """BERT's corruption: returns ``(inputs, labels)``, both shaped like ``ids`` (not modified).
 
-    ``special_ids``: ids never selected and never drawn as random replacements. Include the padding id (and
-    ``mask_id``): a random ``<pad>`` would be hidden by the padding mask. ``p``: probability that a
-    non-special position is selected (independently per position, so a short sentence may get none).
-    ``mask_frac`` / ``random_frac``: how the selected positions are corrupted (BERT: 0.8 / 0.1, the rest
-    unchanged). ``generator``: a ``torch.Generator`` for reproducible masks (same seed, same result).
-
+    ``special_ids``: never selected nor drawn as random replacements; include ``mask_id`` and the padding id (a
+    random ``<pad>`` would be hidden by the padding mask). ``generator``: same seed, same masks.
+    ``p``: probability that a non-special position is selected (independently, so a short sentence may get none).
+    ``mask_frac`` / ``random_frac``: how the selected positions are corrupted (BERT: 0.8 / 0.1, the rest unchanged).
     ``labels[i] = ids[i]`` where position ``i`` was selected, else :data:`IGNORE_INDEX` (-100).
     """
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}: use torch.tensor()")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+    if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids (torch.long), got {ids.dtype}: use ids.long()")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
         raise ValueError(f"vocab_size must be an int >= 2 (tok.vocab_size), got {vocab_size!r}")
@@ -104,9 +92,7 @@ def mask_tokens(
 
     eligible = ~torch.isin(ids, torch.tensor(special, dtype=ids.dtype, device=ids.device))
     selected = (uniform() < p) & eligible
-    # One more uniform number u per position splits the selected ones: u < 0.8 -> <mask>, 0.8 <= u < 0.9 ->
-    # random, the rest unchanged.
-    u = uniform()
+    u = uniform()  # splits the selected: u < 0.8 -> <mask>, 0.8 <= u < 0.9 -> random, the rest unchanged
     to_mask = selected & (u < mask_frac)
     to_random = selected & (u >= mask_frac) & (u < mask_frac + random_frac)
     inputs = ids.clone()
@@ -119,47 +105,49 @@ def mask_tokens(
     return inputs, labels
 
 
-def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the selected positions only: logits ``(B, T, V)``, labels ``(B, T)``."""
+def _check_pair(logits: torch.Tensor, labels: torch.Tensor) -> None:
     if logits.shape[:-1] != labels.shape:
         raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} do not match: logits "
                          "must be labels' shape plus the vocabulary dimension")
+
+
+def _selected(labels: torch.Tensor) -> torch.Tensor:
+    keep = labels != IGNORE_INDEX
+    if not bool(keep.any()):
+        raise ValueError("no position is selected (every label is -100): nothing to score")
+    return keep
+
+
+def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the selected positions only: logits ``(B, T, V)``, labels ``(B, T)``."""
+    _check_pair(logits, labels)
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=IGNORE_INDEX)
 
 
 def masked_accuracy(logits: torch.Tensor, labels: torch.Tensor, k: int = 1) -> float:
     """Fraction of the selected positions (label != -100) whose label is among the ``k`` best logits."""
-    if logits.shape[:-1] != labels.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} do not match")
-    keep = labels != IGNORE_INDEX
-    if not bool(keep.any()):
-        raise ValueError("no position is selected (every label is -100): nothing to score")
+    _check_pair(logits, labels)
+    keep = _selected(labels)
     top = logits[keep].topk(k, dim=-1).indices  # (N, k)
     return float((top == labels[keep][:, None]).any(dim=-1).float().mean())
 
 
 def unigram_baseline(train_ids: torch.Tensor, labels: torch.Tensor, vocab_size: int,
                      special_ids: Iterable[int] = ()) -> tuple[int, float]:
-    """The best context-free guess: ``(most frequent ordinary id in train_ids, its accuracy on labels)``.
-
-    A model that ignores its input can do no better than always answering the unigram distribution's argmax;
-    a masked language model has learned something from the context only if it beats this number.
-    """
+    """``(most frequent ordinary id in train_ids, its accuracy on labels)``: the best a model that ignores its input
+    can do; a masked language model has learned something from the context only if it beats this number."""
     counts = torch.bincount(train_ids.reshape(-1).cpu(), minlength=vocab_size).float()
     counts[list(special_ids)] = -1.0
     best = int(counts.argmax())
-    keep = labels != IGNORE_INDEX
-    if not bool(keep.any()):
-        raise ValueError("no position is selected (every label is -100): nothing to score")
+    keep = _selected(labels)
     return best, float((labels[keep] == best).float().mean())
 
 
 def masked_logits(model, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(logits (N, V), targets (N,))`` of a :class:`~course_utils.models.MaskedLM` at the N selected positions.
 
-    Equal to ``model(inputs)[labels != -100]`` but the output layer (``d_model × V`` per position, the most
-    expensive part for a large vocabulary) runs only where there is something to predict, as BERT's
-    implementations do: about 7× less work with 15 % of the positions selected.
+    Equal to ``model(inputs)[labels != -100]``, but the output layer (``d_model × V`` per position) runs only where
+    there is something to predict, as in BERT's implementations: about 7× less work with 15 % selected.
     """
     selected = labels != IGNORE_INDEX
     return model(inputs, select=selected), labels[selected]
