@@ -1,9 +1,5 @@
-"""BERT as ``course_utils`` parts: configuration, embeddings, encoder, pooling, sentence encoder (lesson 13).
-
-``BertEncoder`` = ``BertEmbeddings`` (word + learned position + segment, LayerNorm) + ``course_utils.models.Encoder``
-(post-norm, GELU, eps 1e-12) + the [CLS] pooler. ``SentenceEncoder`` adds mean pooling
-(``course_utils.pooling.masked_mean``) and L2 normalisation.
-"""
+"""BERT as ``course_utils`` parts (lesson 13): ``BertEncoder`` = ``BertEmbeddings`` + ``models.Encoder`` (post-norm,
+GELU, eps 1e-12) + [CLS] pooler; ``SentenceEncoder`` adds mean pooling (``pooling.masked_mean``) and L2 norm."""
 
 from __future__ import annotations
 
@@ -25,7 +21,6 @@ from ..validation import check_rank
 from ..wordpiece import WordPieceTokenizer
 
 
-# ------------------------------------------------------------------------------------------------ configuration
 @dataclass(frozen=True)
 class BertConfig:
     """The fields of a BERT ``config.json`` that decide the shapes (names as in the file)."""
@@ -45,14 +40,9 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "config") -> BertConfig:
-        if d.get("model_type", "bert") != "bert":
-            raise ValueError(f"{where}: model_type is {d.get('model_type')!r}; only BERT-style checkpoints "
-                             "(model_type 'bert') fit this encoder")
-        if d.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{where}: position_embedding_type={d['position_embedding_type']!r} is not supported "
-                             "(only learned absolute positions, as in BERT)")
-        if d.get("hidden_act", "gelu") != "gelu":
-            raise ValueError(f"{where}: hidden_act={d['hidden_act']!r} is not supported; BERT uses 'gelu' (erf)")
+        for key, bert in (("model_type", "bert"), ("position_embedding_type", "absolute"), ("hidden_act", "gelu")):
+            if d.get(key, bert) != bert:
+                raise ValueError(f"{where}: {key}={d[key]!r} is not supported: this BERT encoder needs {bert!r}")
         required = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
         missing = [k for k in required if k not in d]
         if missing:
@@ -64,12 +54,9 @@ class BertConfig:
         return cls.from_dict(read_json_file(path, "model configuration"), str(path))
 
 
-# ------------------------------------------------------------------------------------------------ the model
 class BertEmbeddings(nn.Module):
-    """h⁰_t = LayerNorm(E[x_t] + P[t] + S[s_t]): word, learned position and segment (token type) embeddings.
-
-    No ×√d_model here: BERT adds the three tables as they are and lets the LayerNorm fix the scale.
-    """
+    """h⁰_t = LayerNorm(E[x_t] + P[t] + S[s_t]): word, learned position and segment (token type) embeddings;
+    no ×√d_model (BERT lets the LayerNorm fix the scale)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -91,8 +78,7 @@ class BertEmbeddings(nn.Module):
 
 
 class BertPooler(nn.Module):
-    """BERT's [CLS] head from pre-training (next-sentence prediction): tanh(W h_[CLS] + b). Not used by the
-    sentence embeddings (they average all tokens), but part of the checkpoint, so it has a home here."""
+    """tanh(W h_[CLS] + b): BERT's next-sentence-prediction head; in the checkpoint, unused by sentence embeddings."""
 
     def __init__(self, d_model: int):
         super().__init__()
@@ -126,9 +112,8 @@ class BertEncoder(nn.Module):
         if input_ids.size(1) > self.config.max_position_embeddings:
             raise ValueError(f"{input_ids.size(1)} tokens but the model has {self.config.max_position_embeddings} "
                              f"positions: encode with max_len <= {self.config.max_position_embeddings}")
-        mask = None
-        if attention_mask is not None:
-            mask = check_keep_mask(attention_mask, input_ids.shape, "attention_mask")[:, None, None, :]  # (B,1,1,T)
+        mask = None if attention_mask is None else \
+            check_keep_mask(attention_mask, input_ids.shape, "attention_mask")[:, None, None, :]  # (B, 1, 1, T)
         return self.encoder(self.embeddings(input_ids, token_type_ids), mask)  # (B, T, C)
 
 
@@ -166,8 +151,7 @@ class SentenceEncoder(nn.Module):
     def tokenize(self, texts: Sequence[str], max_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(ids (B, T), keep (B, T) bool)`` on the model's device, cut at ``max_len`` (default: the model's)."""
         if self.tokenizer is None:
-            raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... (load_minilm() "
-                             "does) or call the model on input_ids yourself")
+            raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... or call it on ids")
         ids, keep = self.tokenizer.encode_batch_with_mask(list(texts), max_len=max_len or self.max_len)
         return ids.to(self.device), keep.to(self.device)
 
@@ -184,8 +168,7 @@ class SentenceEncoder(nn.Module):
         if not all(isinstance(t, str) for t in texts):
             raise TypeError("encode expects a string or a list of strings")
         if self.tokenizer is None:
-            raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... (load_minilm() "
-                             "does) or call the model on input_ids yourself")
+            raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... or call it on ids")
         limit = max_len or self.max_len
         lengths = [min(len(self.tokenizer.tokenize(t)) + 2, limit) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])          # longest first
@@ -206,10 +189,8 @@ class SentenceEncoder(nn.Module):
 
 
 class SentenceClassifier(nn.Module):
-    """Fine-tuning head: the encoder's mean-pooled (un-normalised) sentence vector → dropout → linear → logits.
-
-    ``forward(input_ids (B, T), attention_mask (B, T) or None) -> (B, n_classes)``; every weight of the encoder trains.
-    """
+    """Fine-tuning head: mean-pooled (un-normalised) encoder output → dropout → linear; every weight trains.
+    ``forward(input_ids (B, T), attention_mask (B, T) or None) -> (B, n_classes)``."""
 
     def __init__(self, encoder: SentenceEncoder, n_classes: int = 2, dropout: float = 0.1):
         super().__init__()

