@@ -4,9 +4,9 @@
     python -m course_utils.gpt_train --preset baby --amp bf16 --compile # nanoGPT's "baby GPT": 6L/6H/384, ctx 256
     torchrun --nproc_per_node 2 -m course_utils.gpt_train --steps 200   # DistributedDataParallel (gloo on CPU)
 
-Under torchrun every process builds the same model (DDP broadcasts rank 0's weights), draws its own batches
-(``lm_data.lm_batches`` seeded by rank), and gradients are averaged by all-reduce in ``backward``; only rank 0
-prints, evaluates and writes the checkpoint. The last line printed is a JSON summary (val loss, tokens/s).
+Under torchrun every process builds the same model, draws its own batches (``lm_batches`` seeded by rank) and
+gradients are all-reduced in ``backward``; only rank 0 prints, evaluates and checkpoints. The last line printed is a
+JSON summary (val loss, tokens/s).
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ import argparse
 import json
 import os
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
 from .checkpoint import load_checkpoint
+from .lm_data import lm_batches, split_ids
 from .models import GPT
 from .schedules import cosine_schedule
 from .tokenizers import CharTokenizer
@@ -38,16 +40,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--preset", choices=sorted(PRESETS), default="small")
     for name in ("n_layers", "n_heads", "d_model", "block_size", "batch_size"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=None, help="overrides the preset")
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--warmup", type=int, default=100)
-    p.add_argument("--dropout", type=float, default=0.2)
+    for name, kind, default in (("steps", int, 1000), ("lr", float, 1e-3), ("warmup", int, 100),
+                                ("dropout", float, 0.2), ("eval-batches", int, 20), ("seed", int, 1337)):
+        p.add_argument("--" + name, type=kind, default=default)
     p.add_argument("--amp", default="auto", choices=["auto", "bf16", "fp16", "off"])
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--text-file", default=None, help="train on this text instead of tiny-shakespeare")
     p.add_argument("--out", default=None, help="checkpoint path (resumes when it exists)")
-    p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--device", default=None)
     args = p.parse_args(argv)
     for key, value in PRESETS[args.preset].items():
@@ -58,8 +57,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load_text(path: str | None) -> str:
     if path:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        return Path(path).read_text(encoding="utf-8")
     from .data import load_tiny_shakespeare
 
     return str(load_tiny_shakespeare())
@@ -81,8 +79,6 @@ def throughput(elapsed: list[float], tokens_per_step: int) -> dict[str, int | No
 
 
 def main(argv=None) -> dict:
-    from .lm_data import lm_batches, split_ids
-
     args = parse_args(argv)
     world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -102,25 +98,20 @@ def main(argv=None) -> dict:
     ids = torch.tensor(tok.encode(text), dtype=torch.long)
     train_ids, val_ids = split_ids(ids, 0.1)
     torch.manual_seed(args.seed)  # the same initial weights in every process
-    model = GPT(
-        tok.vocab_size, max_len=args.block_size, n_layers=args.n_layers, n_heads=args.n_heads, d_model=args.d_model,
-        dropout=args.dropout,
-    ).to(device)
+    model = GPT(tok.vocab_size, max_len=args.block_size, n_layers=args.n_layers, n_heads=args.n_heads,
+                d_model=args.d_model, dropout=args.dropout).to(device)
     # Weight decay on the weight matrices only: not on biases, LayerNorm gains or the embedding tables.
-    history = None
     optimizer = torch.optim.AdamW(param_groups(model, 0.1), lr=args.lr, betas=(0.9, 0.99))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, cosine_schedule(args.steps, min(args.warmup, args.steps // 10), 0.1)
-    )
+    warmup = min(args.warmup, args.steps // 10)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_schedule(args.steps, warmup, 0.1))
+    history = None
     if distributed and not lead and args.out and os.path.exists(args.out):
         # Rank 0 resumes inside fit(); the others load the same state here so that every process agrees.
         ckpt = load_checkpoint(args.out, model, optimizer, scheduler, map_location=device)
         history = History.from_dict(ckpt["history"])
     net = model
     if distributed:
-        net = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[local_rank] if device.type == "cuda" else None
-        )
+        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None)
     if args.compile:
         net = torch.compile(net)
 
@@ -132,35 +123,20 @@ def main(argv=None) -> dict:
         return F.cross_entropy(m(x).flatten(0, 1).float(), y.flatten())
 
     def eval_fn(m):
-        losses = [
-            float(loss_fn(m, (x.to(device), y.to(device)))) for x, y in map(get_val, range(args.eval_batches))
-        ]
+        losses = [float(loss_fn(m, (x.to(device), y.to(device)))) for x, y in map(get_val, range(args.eval_batches))]
         return {"val_loss": sum(losses) / len(losses)}
 
     start = time.perf_counter()
     history = fit(
-        net,
-        get_batch,
-        loss_fn,
-        steps=args.steps,
-        optimizer=optimizer,
-        amp=args.amp,
-        schedule=scheduler,
-        clip_grad=1.0,
-        eval_fn=eval_fn if lead else None,
-        checkpoint_path=args.out if lead else None,
-        device=device,
-        seed=args.seed + rank,
-        progress=lead,
-        history=history,
+        net, get_batch, loss_fn, steps=args.steps, optimizer=optimizer, amp=args.amp, schedule=scheduler,
+        clip_grad=1.0, eval_fn=eval_fn if lead else None, checkpoint_path=args.out if lead else None, device=device,
+        seed=args.seed + rank, progress=lead, history=history,
     )
-    seconds = time.perf_counter() - start
-    trained = len(history.step)
     summary = {
         "world_size": world,
         "device": str(device),
-        "steps": trained,
-        "seconds": round(seconds, 2),
+        "steps": len(history.step),
+        "seconds": round(time.perf_counter() - start, 2),
         **throughput(history.elapsed, args.batch_size * args.block_size * world),
         "train_loss": history.loss[-1] if history.loss else None,
         "val_loss": history.metrics.get("val_loss", [None])[-1] if lead else None,
