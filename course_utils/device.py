@@ -13,20 +13,17 @@ __all__ = ["pick_device", "move_to_device"]
 
 def pick_device(prefer: str | torch.device | None = None) -> torch.device:
     """The best available device: CUDA, then Apple MPS, then CPU; or ``prefer``, checked to be usable."""
+    available = {"cuda": torch.cuda.is_available(),
+                 "mps": hasattr(torch.backends, "mps") and torch.backends.mps.is_available()}
     if prefer is None:
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device(next((kind for kind, ok in available.items() if ok), "cpu"))
     try:
         device = torch.device(prefer)
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"unknown device {prefer!r}: use 'cpu', 'cuda', 'cuda:0', 'mps' or None") from err
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {prefer!r} requested but CUDA is not available: use pick_device() or 'cpu'")
-    if device.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-        raise ValueError(f"device {prefer!r} requested but MPS is not available: use pick_device() or 'cpu'")
+    if not available.get(device.type, True):
+        raise ValueError(f"device {prefer!r} requested but {device.type.upper()} is not available: use "
+                         "pick_device() or 'cpu'")
     return device
 
 

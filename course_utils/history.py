@@ -9,7 +9,8 @@ from typing import Any
 
 __all__ = ["History", "TrainingDiverged"]
 
-_RESERVED = ("step", "loss", "lr", "elapsed", "val_step", "interrupted")
+_LISTS = ("step", "loss", "lr", "elapsed", "val_step")
+_RESERVED = (*_LISTS, "interrupted")
 
 
 @dataclass
@@ -51,21 +52,16 @@ class History:
             values.append(float(metrics[name]) if name in metrics else math.nan)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain lists (no tensors): the keys ``viz.plot_history`` reads, each metric under its own name.
-
-        Safe to store in a ``weights_only`` checkpoint or as JSON.
-        """
-        out: dict[str, Any] = {"step": list(self.step), "loss": list(self.loss), "lr": list(self.lr),
-                               "elapsed": list(self.elapsed), "val_step": list(self.val_step)}
+        """Plain lists, each metric under its own name (what ``viz.plot_history`` reads; safe for a
+        ``weights_only`` checkpoint or JSON)."""
+        out: dict[str, Any] = {name: list(getattr(self, name)) for name in _LISTS}
         out.update({name: list(values) for name, values in self.metrics.items()})
-        out["interrupted"] = self.interrupted
-        return out
+        return {**out, "interrupted": self.interrupted}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> History:
         """Inverse of :meth:`to_dict` (every key that is not a training field is an eval metric)."""
-        return cls(step=list(data["step"]), loss=list(data["loss"]), lr=list(data["lr"]),
-                   elapsed=list(data["elapsed"]), val_step=list(data.get("val_step", [])),
+        return cls(**{name: list(data[name]) for name in _LISTS[:4]}, val_step=list(data.get("val_step", [])),
                    metrics={k: list(v) for k, v in data.items() if k not in _RESERVED},
                    interrupted=bool(data.get("interrupted", False)))
 

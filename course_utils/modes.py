@@ -1,8 +1,5 @@
-"""Inference mode for a model, in one place: every decoding function and evaluation loop uses ``evaluating``.
-
-Dropout is random in training mode, so a model must decode in eval mode; gradients are never needed there. The
-caller's mode is restored afterwards, module by module (a model may keep some submodules frozen in eval mode).
-"""
+"""Inference mode in one place: every decoding function and evaluation loop uses ``evaluating`` (dropout is
+random in training mode; a model may keep some submodules frozen in eval mode, so modes are restored one by one)."""
 
 from __future__ import annotations
 

@@ -15,12 +15,10 @@ __all__ = ["param_groups"]
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """AdamW parameter groups that apply ``weight_decay`` to weight matrices only (GPT-2, nanoGPT, BERT).
 
-    Decoupled weight decay, ``w <- w - lr * weight_decay * w``, pulls a weight towards 0. That is a useful
-    prior for the matrices of linear layers (``p.dim() >= 2``) but not for biases, LayerNorm gains (a gain
-    pulled to 0 switches its feature off) or embedding tables (each row of a rare token would shrink at
-    every step while it seldom gets a gradient). So: one group with ``weight_decay`` for every parameter
-    with ``p.dim() >= 2`` that is not the table of an ``nn.Embedding``, one group with 0 for the rest.
-    Shared (tied) parameters appear once; empty groups are left out::
+    Decoupled weight decay, ``w <- w - lr * weight_decay * w``, pulls a weight towards 0: a useful prior for
+    the matrices of linear layers (``p.dim() >= 2``), not for biases, LayerNorm gains (a gain pulled to 0
+    switches its feature off) or embedding tables (a rare token's row would shrink at every step while it
+    seldom gets a gradient). Shared (tied) parameters appear once; empty groups are left out::
 
         optimizer = torch.optim.AdamW(param_groups(model, 0.1), lr=3e-4)
     """

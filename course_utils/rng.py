@@ -1,9 +1,5 @@
-"""Every global random number generator in one place: seed them all, save them all, restore them all.
-
-``seed_everything`` makes a run repeatable; ``get_rng_state`` / ``set_rng_state`` are what a checkpoint stores so
-that a resumed run draws the same dropout masks and batches as an uninterrupted one (Python's ``random``,
-NumPy's global RNG, torch's CPU generator and, when used, every CUDA device and MPS).
-"""
+"""Every global random number generator (Python's ``random``, NumPy's, torch's CPU, CUDA and MPS ones) in one
+place: seeded by ``seed_everything``, saved in each checkpoint so that a resumed run draws the same numbers."""
 
 from __future__ import annotations
 
@@ -49,12 +45,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
     np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
     # set_rng_state wants CPU byte tensors even when the checkpoint was mapped onto a GPU.
     torch.set_rng_state(state["torch"].cpu())
-    if "cuda" in state and torch.cuda.is_available():
-        saved = [s.cpu() for s in state["cuda"]]
-        if len(saved) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(saved)
-        else:  # a different machine: restore what matches, the rest stays seeded
-            for index, s in enumerate(saved[: torch.cuda.device_count()]):
-                torch.cuda.set_rng_state(s, index)
+    if "cuda" in state and torch.cuda.is_available():  # another machine: what matches; the rest stays seeded
+        for index, s in enumerate(state["cuda"][: torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(s.cpu(), index)
     if "mps" in state and hasattr(torch, "mps") and torch.backends.mps.is_available():
         torch.mps.set_rng_state(state["mps"].cpu())

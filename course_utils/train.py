@@ -1,13 +1,8 @@
-"""A small, readable training loop (lessons 09-13 and the benchmarks).
+"""A small, readable training loop (lessons 09-13 and the benchmarks): ``fit`` is lesson 09's whole recipe.
 
-``fit`` is the whole recipe of lesson 09 in one place: AdamW (weight decay on weight matrices only, see
-:func:`param_groups`), a learning-rate schedule, gradient clipping, mixed precision, periodic evaluation,
-a NaN guard and resumable checkpoints. Schedules live in
-``course_utils.schedules`` and checkpoints in ``course_utils.checkpoint``; both are re-exported here.
-
-Reproducibility contract: ``get_batch(step)`` must be a deterministic function of ``step``. Together with
-the RNG states stored in each checkpoint this makes a resumed run produce exactly the loss curve of an
-uninterrupted one (bit-for-bit on CPU).
+Reproducibility contract: ``get_batch(step)`` must be a deterministic function of ``step``; with the RNG states
+stored in each checkpoint a resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit
+on CPU).
 """
 
 from __future__ import annotations
@@ -55,10 +50,8 @@ def _resolve_amp(amp: str, device: torch.device) -> str:
 
 def _in_notebook() -> bool:
     """True inside a running Jupyter/IPython kernel (not merely when ipykernel was imported, as by nbval)."""
-    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
-        return False
-    shell = sys.modules["IPython"].get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
+    kernel_loaded = "ipykernel" in sys.modules and "IPython" in sys.modules
+    return getattr(sys.modules["IPython"].get_ipython() if kernel_loaded else None, "kernel", None) is not None
 
 
 def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn.Module, Any], Tensor], *,
@@ -70,27 +63,23 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         history: History | None = None, on_interrupt: str = "auto") -> History:
     """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
 
-    Update ``step`` (0-based): ``batch = get_batch(step)``, moved to ``device``; ``loss = loss_fn(model,
-    batch)`` under autocast; backward; clip the gradient norm to ``clip_grad`` (``None``/0: off);
-    optimizer step; scheduler step. ``optimizer`` defaults to ``AdamW(param_groups(model, weight_decay),
-    lr)``: decay on weight matrices only (``lr`` and ``weight_decay`` are unused when an optimizer is
-    given). ``schedule``: a ``LambdaLR`` multiplier such as ``cosine_schedule(steps, 100)``, or an LR
-    scheduler already built on ``optimizer``. ``amp``: ``"auto"`` (bf16 on CUDA when supported, else off),
-    ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler) or ``"off"``. ``eval_fn(model) -> dict`` runs
-    every ``eval_every`` steps (once at the end if ``eval_every=0``) in ``model.eval()`` under ``torch.no_grad()``.
+    Update ``step`` (0-based): ``loss = loss_fn(model, get_batch(step))`` (batch moved to ``device``) under
+    autocast; backward; clip the gradient norm to ``clip_grad`` (``None``/0: off); optimizer and scheduler
+    step. ``optimizer`` defaults to ``AdamW(param_groups(model, weight_decay), lr)``: decay on weight matrices
+    only. ``schedule``: a ``LambdaLR`` multiplier such as ``cosine_schedule(steps, 100)``, or an LR scheduler
+    built on ``optimizer``. ``amp``: ``"auto"`` (bf16 on CUDA when supported, else off), ``"bf16"``, ``"fp16"``
+    (CUDA only, with a GradScaler) or ``"off"``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps
+    (once at the end if 0) in ``model.eval()`` under ``torch.no_grad()``.
 
-    With ``checkpoint_path`` and ``resume=True`` an existing checkpoint is loaded (model, optimizer,
-    scheduler, history, RNG states) and training continues from its step. A checkpoint is written every
-    ``checkpoint_every`` steps and at the end. A ``history`` passed in is appended to (without a checkpoint,
-    training continues after its last step). A non-finite loss or gradient norm (checked with and without
-    ``clip_grad``) raises :class:`TrainingDiverged` before the bad update is applied.
+    With ``checkpoint_path`` and ``resume=True`` an existing checkpoint is loaded (model, optimizer, scheduler,
+    history, RNG states) and training continues from its step; one is written every ``checkpoint_every``
+    steps and at the end. A ``history`` passed in is appended to. A non-finite loss or gradient norm raises
+    :class:`TrainingDiverged` before the bad update is applied.
 
-    Ctrl+C / the Jupyter stop button never leaves a half checkpoint: a checkpoint being written is finished
-    first, the last complete one stays loadable, and a message explains how to resume. Then, with
-    ``on_interrupt="return"`` (the default ``"auto"`` inside a Jupyter/IPython kernel) the history so far is
-    returned with ``history.interrupted = True`` so the curve can still be plotted; with ``"raise"`` (the
-    ``"auto"`` default in a script, so that a script or a torchrun job really stops) the
-    ``KeyboardInterrupt`` is raised again, carrying the history as ``err.history``.
+    Ctrl+C / the Jupyter stop button: a checkpoint being written is finished first and a message says how to
+    resume. Then ``on_interrupt="return"`` (the ``"auto"`` default in a Jupyter kernel) returns the history
+    with ``history.interrupted = True``; ``"raise"`` (the ``"auto"`` default in a script, so that a script or
+    a torchrun job really stops) re-raises the ``KeyboardInterrupt`` with the history as ``err.history``.
     """
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
@@ -105,11 +94,9 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    if optimizer is not None:
-        bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))]
-        if bad_lr:
-            raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number "
-                             "such as 3e-4")
+    bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))] if optimizer else []
+    if bad_lr:
+        raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")
     if on_interrupt not in _ON_INTERRUPT:
         raise ValueError(f"on_interrupt={on_interrupt!r} is not supported: use one of {_ON_INTERRUPT}")
     if on_interrupt == "auto":  # a notebook keeps the curve; a script (or a torchrun rank) must stop
@@ -120,7 +107,7 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     if history is not None and not isinstance(history, History):
         raise TypeError(f"history must be a History (e.g. the one an earlier fit returned) or None, got "
                         f"{type(history).__name__}: for a saved dict use History.from_dict(d)")
-    history = history if history is not None else History()
+    history = History() if history is None else history
     if path is not None and path.is_dir():
         raise ValueError(f"checkpoint_path {path} is a directory: pass a file name like {path / 'last.pt'}")
     if not any(True for _ in model.parameters()):
@@ -132,11 +119,10 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         return torch.autocast(device.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
 
     def diverged(what: str, step: int, value: float, lr_now: float) -> TrainingDiverged:
-        weight_dtypes = {p.dtype for p in model.parameters()}
         tips = []
         if not math.isfinite(lr_now):
             tips.append(f"the learning rate is {lr_now}: it must be a finite number (check lr= and the schedule)")
-        if torch.float16 in weight_dtypes:  # the weights themselves, not autocast: any lr can overflow them
+        if any(p.dtype == torch.float16 for p in model.parameters()):  # not autocast: any lr can overflow them
             better = "float32 (model.float())" + (", with amp='bf16' or amp='fp16' for speed"
                                                    if device.type == "cuda" else " or bfloat16 (model.bfloat16())")
             tips.append(f"the model's weights are float16, which overflows above 65504 and rounds small "
@@ -213,11 +199,8 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
                 scaler.update()
             else:
                 loss.backward()
-                if clip_grad:
-                    norm = float(nn.utils.clip_grad_norm_(model.parameters(), clip_grad))
-                else:  # no clipping, but a NaN/inf gradient must still never reach the weights
-                    grads = [p.grad for p in model.parameters() if p.grad is not None]
-                    norm = float(nn.utils.get_total_norm(grads)) if grads else 0.0
+                # clip_grad off: max_norm=inf only measures the norm (a NaN/inf gradient must never reach the weights)
+                norm = float(nn.utils.clip_grad_norm_(model.parameters(), clip_grad or math.inf))
                 if not math.isfinite(norm):
                     raise diverged("the gradient norm", step, norm, lr_now)
                 optimizer.step()
