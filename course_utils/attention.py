@@ -1,13 +1,8 @@
-"""Scaled dot-product attention (lessons 03, 04 and 05); ``MultiHeadAttention`` lives in ``multihead``.
+"""Scaled dot-product attention (lessons 03, 04, 05): softmax(Q Kᵀ / √d_k + M) V (Vaswani et al., eq. 1).
 
-    Attention(Q, K, V) = softmax(Q Kᵀ / √d_k + M) V                                   (Vaswani et al., eq. 1)
-
-Two paths compute the same numbers: the **written-out** one (``need_weights=True``) forms the (T_q × T_k) weights so
-lessons can plot them, in float32 for half-precision inputs (fp16 scores overflow where the fused kernels do not);
-the **fast** one calls ``F.scaled_dot_product_attention`` (a fused FlashAttention / memory-efficient kernel on CUDA)
-and never materialises the weights. ``attention_with_weights`` is not PyTorch's API, hence its name: it returns
-``(out, weights)``. Masks follow ``course_utils.masks`` (bool True = may attend, or additive float); a query row with
-every key masked gets zero weights and a zero context vector on both paths (softmax of only −inf would be NaN).
+``need_weights=True`` takes the written-out path (it forms the (T_q × T_k) weights for plots, in float32 for fp16/bf16
+inputs whose scores would overflow), ``need_weights=False`` the fused ``F.scaled_dot_product_attention``: the same
+numbers, and zeros for a query row whose keys are all masked. Masks follow ``course_utils.masks``.
 """
 
 from __future__ import annotations
@@ -45,9 +40,8 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise ValueError(f"k and v must have the same number of positions T_k (one value per key), got {shapes}")
 
 
-def _with_causal(mask, t_q: int, t_k: int, start: int, stop: int, device, n_k: int | None = None):
+def _with_causal(mask, t_q: int, t_k: int, start: int, stop: int, device, n_k: int):
     """Rows ``start:stop`` (first ``n_k`` keys) of the causal mask, AND-ed into ``mask`` (bool) or added as −inf."""
-    n_k = t_k if n_k is None else n_k
     causal = torch.ones(stop - start, n_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q + start)
     if mask is None:
         return causal
@@ -124,18 +118,16 @@ def attention_with_weights(
         return _fast(q, k, v, mask, is_causal, dropout_p, scale), None
 
     if is_causal:
-        mask = _with_causal(mask, t_q, t_k, 0, t_q, q.device)
+        mask = _with_causal(mask, t_q, t_k, 0, t_q, q.device, t_k)
     work = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype  # fp16 q·k overflows at 65504
     scores = (q.to(work) @ k.to(work).transpose(-2, -1)) * scale  # (…, T_q, T_k)
-    has_keys = None
     if mask is not None:
         mask, has_keys = _settle(mask, work)
         scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
     weights = torch.softmax(scores, dim=-1)
-    if has_keys is not None:
+    if mask is not None:
         weights = weights.masked_fill(~has_keys, 0.0)
-    dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
-    out = dropped @ v.to(work)
+    out = (F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights) @ v.to(work)
     return out.to(q.dtype), weights.to(q.dtype)  # (…, T_q, d_v), (…, T_q, T_k)
 
 

@@ -1,10 +1,9 @@
 """The key/value cache of incremental decoding (lessons 10, 11 and 14).
 
-At step t a decoder needs only the new token's query: the keys and values of earlier positions do not change. Each
-attention module owns one entry: self-attention **appends** the new positions' K and V (``append``); cross-attention
-projects the encoder memory's K and V **once** and reuses them while the memory stays the same tensor (``cross``;
-another memory is an error: the stored keys would belong to another source). ``offset`` counts the positions already
-processed (the next token's positional encoding starts there). One cache serves one model and one batch.
+Past positions' keys and values do not change, so a decoder feeds only the new token: self-attention **appends** its
+K and V (``append``); cross-attention projects the encoder memory once and reuses it while it is the same tensor
+(``cross``; another memory is an error). ``offset`` counts the positions processed (where the next positional
+encoding starts). One cache serves one model and one batch: ``reset()`` starts over.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Attention masks (lesson 05).
 
-**Convention.** A boolean mask is ``True`` where a query *may attend* to a key, exactly like
-``torch.nn.functional.scaled_dot_product_attention``, and broadcasts *to* the scores ``(B, h, T_q, T_k)``:
-``padding_mask`` gives ``(B, 1, 1, T_k)``, ``causal_mask`` ``(T_q, T_k)``, ``combine_masks`` is their logical AND.
-An *additive* float mask M is added to the scores, softmax(QKᵀ/√d_k + M): 0 keeps a key, −inf removes it.
-``nn.MultiheadAttention`` uses the opposite boolean convention (True = *ignore*): the ``to_torch_*`` / ``from_torch_*``
-functions convert. A query whose keys are *all* masked (softmax over only −inf = 0/0 = NaN) gets zero attention
-weights and a zero context vector (see ``attention.attention_with_weights``).
+A bool mask is ``True`` where a query *may attend* to a key (as in ``F.scaled_dot_product_attention``) and broadcasts
+*to* the scores ``(B, h, T_q, T_k)``; an *additive* float mask M enters softmax(QKᵀ/√d_k + M): 0 keeps a key, −inf
+hides it. ``nn.MultiheadAttention``'s bool masks mean the opposite (True = *ignore*): ``to_torch_*`` /
+``from_torch_*`` convert. A query whose keys are *all* masked gets zero weights (see ``attention_with_weights``).
 """
 
 from __future__ import annotations
@@ -73,9 +70,8 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
     scores = f"{'(B, h, T_q, T_k)' if four_d else '(…, T_q, T_k)'} = {scores_shape}"
     if mask.dtype != torch.bool and not torch.is_floating_point(mask):
         raise TypeError(
-            f"{name} has dtype {mask.dtype}; use a bool mask (True = may attend, as in "
-            "course_utils.masks.padding_mask / causal_mask) or an additive float mask (0 or -inf): "
-            "convert a 0/1 keep-mask with mask.bool()"
+            f"{name} has dtype {mask.dtype}; use a bool mask (True = may attend, as from padding_mask / causal_mask) "
+            "or an additive float mask (0 or -inf): convert a 0/1 keep-mask with mask.bool()"
         )
     if four_d and mask.dim() == 3:
         raise ValueError(

@@ -2,11 +2,8 @@
 
     MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
-Called like ``mha(query)`` (self-attention) or ``mha(query, memory)`` (cross-attention); everything else is a
-keyword. It is *not* ``nn.MultiheadAttention``: masks are True = attend (``key_keep_mask`` for a (B, T_k) padding
-mask, never torch's ``key_padding_mask`` where True = ignore), and it returns one tensor, which raises a TypeError
-if unpacked as torch's ``(out, weights)`` pair. The weights are kept in ``last_weights`` (``need_weights=True`` or
-``record_attention``).
+Not ``nn.MultiheadAttention``: everything after query/key/value is a keyword, masks are True = attend
+(``key_keep_mask`` for a (B, T_k) padding mask), and the result is one tensor that refuses to unpack as a pair.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ from .validation import (
     check_dtype,
     check_float,
     check_last_dim,
+    check_like,
     check_probability,
     check_rank,
     check_same_device,
@@ -59,7 +57,7 @@ class AttentionOutput(torch.Tensor):
 class MultiHeadAttention(nn.Module):
     """h heads of scaled dot-product attention with the paper's projections (lesson 04).
 
-    ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h blocks of d_k columns) so that
+    ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h blocks of d_k rows), so that
     self-attention needs one matrix multiply; the layout equals ``nn.MultiheadAttention.in_proj_weight``.
     ``out_proj`` is W^O. d_k = d_model / h, so the total cost matches one full-width head.
     """
@@ -102,47 +100,41 @@ class MultiHeadAttention(nn.Module):
 
     def _project(self, query, key, value, cache):
         d, w, bias = self.d_model, self.qkv_proj.weight, self.qkv_proj.bias
+
+        def proj(x, first: int, stop: int):  # x @ blocks first:stop of [W^Q; W^K; W^V]ᵀ, split per block
+            rows = slice(first * d, stop * d)
+            out = F.linear(x, w[rows], None if bias is None else bias[rows])
+            return [self.split_heads(t) for t in out.split(d, dim=-1)]
+
         if key is None:  # self-attention: one matmul for Q, K and V
-            q, k, v = F.linear(query, w, bias).split(d, dim=-1)
-            k, v = self.split_heads(k), self.split_heads(v)
+            q, k, v = proj(query, 0, 3)
             if cache is not None:  # append this step's keys/values to the past ones
                 k, v = cache.append(self, k, v)
-            return self.split_heads(q), k, v
+            return q, k, v
 
-        def memory_kv():
-            if value is None or value is key:  # the usual case: K and V from the same memory
-                k, v = F.linear(key, w[d:], None if bias is None else bias[d:]).split(d, dim=-1)
-            else:
-                k = F.linear(key, w[d : 2 * d], None if bias is None else bias[d : 2 * d])
-                v = F.linear(value, w[2 * d :], None if bias is None else bias[2 * d :])
-            return self.split_heads(k), self.split_heads(v)
+        def memory_kv():  # the usual case, value is key: K and V from the same memory in one matmul
+            return proj(key, 1, 3) if value is None or value is key else proj(key, 1, 2) + proj(value, 2, 3)
 
-        q = F.linear(query, w[:d], None if bias is None else bias[:d])
         # cross-attention: the encoder's K, V never change while the memory is the same
         k, v = memory_kv() if cache is None else cache.cross(self, key, memory_kv)
-        return self.split_heads(q), k, v
+        return proj(query, 0, 1)[0], k, v
 
     def _check_inputs(self, query, key, value) -> None:
-        check_rank(query, "query", (3,), "(B, T, d_model)")
-        check_float(query, "query")
-        check_last_dim(query, "query", self.d_model)
-        weight = self.out_proj.weight
-        check_same_device(query, "query", weight.device, "MultiHeadAttention")
-        check_dtype(query, "query", weight.dtype, "MultiHeadAttention")
         if key is None and value is not None:
             raise ValueError(
-                "value was given without key: pass key=value=memory for cross-attention, "
-                "or neither for self-attention"
+                "value was given without key: pass key=value=memory for cross-attention, or neither for self-attention"
             )
-        for name, t in (("key", key), ("value", value)):
+        weight = self.out_proj.weight
+        for name, t in (("query", query), ("key", key), ("value", value)):
             if t is None:
                 continue
-            check_rank(t, name, (3,), "(B, T_k, d_model)")
-            check_float(t, name)
-            check_last_dim(t, name, self.d_model)
-            check_same_device(t, name, query.device, "query")
-            if t.dtype != query.dtype:
-                raise TypeError(f"query is {query.dtype} but {name} is {t.dtype}: convert both to one dtype")
+            check_rank(t, name, (3,), "(B, T, d_model)" if name == "query" else "(B, T_k, d_model)")
+            check_last_dim(check_float(t, name), name, self.d_model)
+            if name == "query":
+                check_same_device(t, name, weight.device, "MultiHeadAttention")
+                check_dtype(t, name, weight.dtype, "MultiHeadAttention")
+                continue
+            check_like(t, name, query, "query")
             if t.shape[0] != query.shape[0]:
                 raise ValueError(
                     f"query and {name} have different batch sizes ({query.shape[0]} vs {t.shape[0]}):"
@@ -154,19 +146,10 @@ class MultiHeadAttention(nn.Module):
                 f"{tuple(key.shape)} and {tuple(value.shape)}"
             )
 
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor | None = None,
-        value: torch.Tensor | None = None,
-        *positional,
-        mask: torch.Tensor | None = None,
-        key_keep_mask: torch.Tensor | None = None,
-        is_causal: bool = False,
-        cache: KVCache | None = None,
-        need_weights: bool = False,
-        **torch_style,
-    ) -> torch.Tensor:
+    def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
+                *positional, mask: torch.Tensor | None = None, key_keep_mask: torch.Tensor | None = None,
+                is_causal: bool = False, cache: KVCache | None = None, need_weights: bool = False,
+                **torch_style) -> torch.Tensor:
         """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` for cross-attention (value defaults to key),
         both ``None`` for self-attention. ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k): ``(T_q, T_k)``
         or ``(B|1, h|1, T_q, T_k)``; ``key_keep_mask (B, T_k)`` is True at keys that may be attended (real
@@ -194,20 +177,13 @@ class MultiHeadAttention(nn.Module):
             if mask is None:
                 mask = keep
             else:
-                check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], t_k))
-                check_same_device(mask, "mask", query.device, "the attention inputs")
+                check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], t_k), device=query.device)
                 mask = mask & keep if mask.dtype == torch.bool else torch.where(keep, mask, float("-inf"))
         q, k, v = self._project(query, key, value, cache)  # (B, h, T_q, d_k), (B, h, T_k, d_k) ×2
         keep_weights = need_weights or self.record_weights
-        out, weights = attention_with_weights(
-            q,
-            k,
-            v,
-            mask,
-            dropout_p=self.dropout if self.training else 0.0,
-            need_weights=keep_weights,
-            is_causal=is_causal,
-        )
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = attention_with_weights(q, k, v, mask, dropout_p=dropout_p, need_weights=keep_weights,
+                                              is_causal=is_causal)
         if keep_weights:
             self.last_weights = weights.detach()
         out = self.out_proj(self.merge_heads(out))  # (B, T_q, d_model)

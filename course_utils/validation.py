@@ -66,10 +66,7 @@ def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     """Raise ``TypeError`` unless ``x`` is a floating-point tensor (token ids go through an embedding first)."""
     check_tensor(x, name)
     if not torch.is_floating_point(x):
-        raise TypeError(
-            f"{name} must be a floating-point tensor, got dtype {x.dtype}: if these are token ids, "
-            "pass them through an embedding first; otherwise convert with x.float()"
-        )
+        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}: embed token ids first, else x.float()")
     return x
 
 
