@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .multihead import MultiHeadAttention
 from .norm import LayerNorm
 
 # Each *_pairs function lists (our tensor, torch's tensor, name) once; _transfer copies them either way, so the

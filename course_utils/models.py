@@ -34,9 +34,8 @@ class _LayerStack(nn.Module):
         if config is not None and layer:
             raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
         cfg = config or LayerConfig.merge(layer)
-        check_size(n_layers, "n_layers")
-        kwargs = cfg.as_kwargs()
-        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, **kwargs) for _ in range(n_layers))
+        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, **cfg.as_kwargs())
+                                    for _ in range(check_size(n_layers, "n_layers")))
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
         final_norm = cfg.norm_first if final_norm is None else check_bool(final_norm, "final_norm")
         self.norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias) if final_norm else nn.Identity()
