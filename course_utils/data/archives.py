@@ -1,13 +1,8 @@
 """Unpack tar(.gz) and zip archives without letting a hostile archive write outside the target folder.
 
-An archive is just a list of names plus bytes, and a name like ``../../.bashrc`` or ``/etc/passwd``, or a
-symbolic link pointing at ``/``, would make a naive ``extractall`` overwrite files anywhere the user can write
-("path traversal", CVE-2007-4559). :func:`safe_extract` checks *every* member before writing *anything* and
-refuses the whole archive with a ``ValueError`` naming the first bad member.
-
-The checks are explicit (not only Python's ``tarfile`` "data" filter, new in 3.12 and backported to
-3.8.17+/3.11.4+) so that the behaviour is the same on every Python the course supports; when the filter
-exists it is applied as well, as a second line of defence.
+A member ``../../.bashrc``, ``/etc/passwd`` or a link to ``/`` would make a naive ``extractall`` write anywhere
+(CVE-2007-4559). Every member is checked before anything is written, explicitly so that every supported Python
+behaves the same; ``tarfile``'s "data" filter (3.12, backported to 3.8.17+/3.11.4+) is applied as well when it exists.
 """
 
 from __future__ import annotations
@@ -38,48 +33,22 @@ def _refuse(kind: str, name: str, why: str) -> ValueError:
                       "damaged; nothing was extracted")
 
 
-def _check_name(kind: str, name: str) -> None:
-    """A member name must be relative and must not climb out with ``..`` (either slash counts)."""
-    if not name or "\x00" in name:
-        raise _refuse(kind, name, "empty name or NUL byte")
-    if name.startswith(("/", "\\")) or PureWindowsPath(name).drive:
-        raise _refuse(kind, name, "absolute path")
-    if ".." in re.split(r"[\\/]+", name):
-        raise _refuse(kind, name, "'..' path component would escape the destination")
-
-
-def _escapes(target: str) -> bool:
-    """True when a normalized relative path points above the archive root."""
-    target = posixpath.normpath(target)
-    return target == ".." or target.startswith("../") or target.startswith("/")
-
-
-def _check_link(kind: str, name: str, target: str, relative_to_member: bool) -> None:
-    """Links must point inside: a symlink's target is relative to its folder, a hard link's to the root."""
-    if not target or target.startswith(("/", "\\")) or PureWindowsPath(target).drive:
-        raise _refuse(kind, name, f"link to absolute path {target!r}")
-    base = posixpath.dirname(name) if relative_to_member else ""
-    if _escapes(posixpath.join(base, target.replace("\\", "/"))):
-        raise _refuse(kind, name, f"link to {target!r} points outside the destination")
-
-
-def _check_not_through_link(kind: str, name: str, links: set[str] | dict[str, str]) -> None:
-    """Refuse writing *through* a link of the same archive (``a -> ..`` then ``a/x``), wherever that link
-    appears in it: the lexical check of each link alone cannot see where a chain of links ends up."""
-    parts = _parts(name)
-    for i in range(1, len(parts)):
-        if "/".join(parts[:i]) in links:
-            raise _refuse(kind, name, f"path goes through the link {'/'.join(parts[:i])!r}")
-
-
 def _parts(path: str) -> list[str]:
     return [p for p in re.split(r"[\\/]+", path) if p not in ("", ".")]
 
 
+def _key(path: str) -> str:
+    return "/".join(_parts(path))
+
+
+def _is_absolute(path: str) -> bool:
+    return path.startswith(("/", "\\")) or bool(PureWindowsPath(path).drive)
+
+
 def _resolve(kind: str, name: str, path: str, links: dict[str, str]) -> str:
-    """Where ``path`` (relative to the archive root) really leads once the archive's own symbolic links are
-    followed, as the operating system will follow them: ``l1 -> .`` then ``l2 -> l1/..`` looks harmless
-    name by name, but ``l2`` is the folder *above* the destination. Raises if the path climbs out."""
+    """Where ``path`` (relative to the archive root) leads once the archive's own symbolic links are followed, as
+    the operating system will: ``l1 -> .`` then ``l2 -> l1/..`` looks harmless name by name, but ``l2`` is the
+    folder *above* the destination. Raises if the path climbs out."""
     todo, done, hops = _parts(path), [], 0
     while todo:
         part = todo.pop(0)
@@ -99,52 +68,64 @@ def _resolve(kind: str, name: str, path: str, links: dict[str, str]) -> str:
     return "/".join(done)
 
 
+def _check_members(kind: str, members: list[tuple[str, str, str]]) -> None:
+    """Refuse the first unsafe ``(name, type, link target)``; type is ``sym``, ``hard``, ``file``, ``dir`` or the
+    reason the member is refused (a device file, ...)."""
+    links = {_key(name): target for name, type_, target in members if type_ == "sym"}  # a link may be used early
+    stored: set[str] = set()  # regular files so far: the only targets a hard link may have
+    for name, type_, target in members:
+        if not name or "\x00" in name:
+            raise _refuse(kind, name, "empty name or NUL byte")
+        if _is_absolute(name):
+            raise _refuse(kind, name, "absolute path")
+        parts = _parts(name)
+        if ".." in parts:
+            raise _refuse(kind, name, "'..' path component would escape the destination")
+        for i in range(1, len(parts)):  # writing *through* a link (a -> .. then a/x), wherever the link appears
+            if "/".join(parts[:i]) in links:
+                raise _refuse(kind, name, f"path goes through the link {'/'.join(parts[:i])!r}")
+        key = "/".join(parts)
+        if type_ in ("sym", "hard"):  # a symlink's target is relative to its folder, a hard link's to the root
+            if not target or _is_absolute(target):
+                raise _refuse(kind, name, f"link to absolute path {target!r}")
+            base = posixpath.dirname(name) if type_ == "sym" else ""
+            joined = posixpath.normpath(posixpath.join(base, target.replace("\\", "/")))
+            if joined == ".." or joined.startswith(("../", "/")):
+                raise _refuse(kind, name, f"link to {target!r} points outside the destination")
+        if type_ == "sym":  # the lexical check above cannot see where a chain of links ends up
+            _resolve(kind, name, posixpath.join(posixpath.dirname(key), target.replace("\\", "/")), links)
+        elif type_ == "hard":
+            if _key(target) in links or _key(target) not in stored:  # os.link would follow a symlink anywhere
+                raise _refuse(kind, name, f"hard link to {target!r}, which is not a regular file stored before it")
+            stored.add(key)
+        elif type_ == "file":
+            stored.add(key)
+        elif type_ != "dir":
+            raise _refuse(kind, name, type_)
+
+
 def check_tar_members(members: list[tarfile.TarInfo]) -> None:
-    """Raise ``ValueError`` for the first unsafe tar member (see the module docstring)."""
-    links: dict[str, str] = {}
-    for m in members:  # every symbolic link first: a link may be used before it appears
-        if m.issym():
-            links["/".join(_parts(m.name))] = m.linkname
-    hard_ok: set[str] = set()
-    for m in members:
-        _check_name("tar", m.name)
-        _check_not_through_link("tar", m.name, links)
-        key = "/".join(_parts(m.name))
-        if m.issym():
-            _check_link("tar", m.name, m.linkname, relative_to_member=True)
-            _resolve("tar", m.name, posixpath.join(posixpath.dirname(key), m.linkname.replace("\\", "/")), links)
-        elif m.islnk():
-            _check_link("tar", m.name, m.linkname, relative_to_member=False)
-            target = "/".join(_parts(m.linkname))
-            if target in links or target not in hard_ok:  # os.link would follow a symlink anywhere
-                raise _refuse("tar", m.name, f"hard link to {m.linkname!r}, which is not a regular file stored "
-                              "before it")
-            hard_ok.add(key)
-        elif m.ischr() or m.isblk() or m.isfifo():
-            raise _refuse("tar", m.name, "device file or FIFO")
-        elif m.isfile():
-            hard_ok.add(key)
-        elif not m.isdir():
-            raise _refuse("tar", m.name, f"unsupported member type {m.type!r}")
+    """Raise ``ValueError`` for the first unsafe tar member (see :func:`safe_extract`)."""
+    def type_(m: tarfile.TarInfo) -> str:
+        for name, test in (("sym", m.issym), ("hard", m.islnk), ("file", m.isfile), ("dir", m.isdir)):
+            if test():
+                return name
+        return "device file or FIFO" if m.ischr() or m.isblk() or m.isfifo() else f"unsupported member type {m.type!r}"
+
+    _check_members("tar", [(m.name, type_(m), m.linkname) for m in members])
 
 
 def check_zip_members(zf: zipfile.ZipFile) -> None:
-    """Raise ``ValueError`` for the first unsafe zip member ; Unix types are in ``external_attr >> 16``."""
-    links: dict[str, str] = {}
-    for info in zf.infolist():  # the link target is stored as the member's content
-        if stat.S_ISLNK(info.external_attr >> 16):
-            links["/".join(_parts(info.filename))] = zf.read(info).decode("utf-8", "replace")
+    """Raise ``ValueError`` for the first unsafe zip member; Unix types are in ``external_attr >> 16``."""
+    members = []
     for info in zf.infolist():
-        _check_name("zip", info.filename)
-        _check_not_through_link("zip", info.filename, links)
         mode = info.external_attr >> 16
-        if stat.S_ISLNK(mode):
-            key = "/".join(_parts(info.filename))
-            _check_link("zip", info.filename, links[key], relative_to_member=True)
-            _resolve("zip", info.filename, posixpath.join(posixpath.dirname(key), links[key].replace("\\", "/")),
-                     links)
-        elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-            raise _refuse("zip", info.filename, "device file, FIFO or socket")
+        if stat.S_ISLNK(mode):  # the link target is stored as the member's content
+            members.append((info.filename, "sym", zf.read(info).decode("utf-8", "replace")))
+        else:
+            special = stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+            members.append((info.filename, "device file, FIFO or socket" if special else "file", ""))
+    _check_members("zip", members)
 
 
 def _merge_into(src: Path, dst: Path) -> None:
@@ -163,14 +144,12 @@ def _merge_into(src: Path, dst: Path) -> None:
 
 
 def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: bool = False) -> Path:
-    """Extract a ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``/``.tar.xz`` or ``.zip`` archive into ``dest``.
+    """Extract a ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``/``.tar.xz`` or ``.zip`` archive into ``dest``; return it.
 
-    Every member is checked first; absolute paths, ``..`` components, links pointing outside ``dest`` (also
-    through a chain of the archive's own links), hard links to anything but a file stored before them,
-    writes through a link, device files and FIFOs raise ``ValueError`` naming the member. The archive is
-    unpacked into a temporary folder inside ``dest`` and moved into place only once all of it is out, so
-    after any error nothing has been written. Files already in ``dest`` that the archive does not contain
-    are kept. Returns ``dest``.
+    Absolute paths, ``..`` components, links pointing outside ``dest`` (also through a chain of the archive's own
+    links), hard links to anything but a file stored before them, writes through a link, device files and FIFOs
+    raise ``ValueError`` naming the member. Unpacking goes to a temporary folder inside ``dest``, moved into place
+    once all of it is out: after any error nothing has been written. Other files already in ``dest`` are kept.
     """
     archive, dest = Path(archive), Path(dest)
     if dest.exists() and not dest.is_dir():
@@ -191,11 +170,8 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: 
                 members = tar.getmembers()
                 check_tar_members(members)
                 bar = tqdm(members, desc=f"untar {archive.name}", disable=not progress, leave=False)
-                try:
-                    if _HAS_DATA_FILTER:
-                        tar.extractall(stage, members=bar, filter="data")
-                    else:  # pragma: no cover - Python < 3.11.4: our checks above are the whole defence
-                        tar.extractall(stage, members=bar)
+                try:  # without the filter (Python < 3.11.4) our checks above are the whole defence
+                    tar.extractall(stage, members=bar, **({"filter": "data"} if _HAS_DATA_FILTER else {}))
                 except tarfile.TarError as exc:  # e.g. a FilterError: report it like our own checks
                     raise ValueError(f"refusing to extract {archive.name}: {exc}; nothing was extracted") from None
         _merge_into(stage, dest)
@@ -211,10 +187,8 @@ def extract_resource(name: str, data_dir: str | os.PathLike | None = None, downl
                      progress: bool = True) -> Path:
     """Fetch archive resource ``name`` (see :func:`fetch`) and unpack it once; return the folder it is in.
 
-    Unpacking goes to a temporary folder inside the destination (see :func:`safe_extract`), and a marker
-    file holding the archive's sha256 is written last, so an interrupted extraction is simply redone on the
-    next call. Files of the student's own in the destination are never deleted.
-    """
+    A marker holding the archive's sha256 is written last, so an interrupted extraction is redone on the next
+    call; the student's own files in the destination are never deleted (see :func:`safe_extract`)."""
     res = get_resource(name)
     if res.extract_to is None:
         raise ValueError(f"dataset {name!r} is not an archive: use fetch({name!r}) to get its file")
