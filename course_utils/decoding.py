@@ -28,15 +28,8 @@ def _check_ids(ids: torch.Tensor, name: str, layout: str) -> None:
 
 
 def stream_tokens(
-    model,
-    ids: torch.Tensor,
-    max_new_tokens: int,
-    *,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    use_cache: bool = True,
-    generator: torch.Generator | None = None,
+    model, ids: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0, top_k: int | None = None,
+    top_p: float | None = None, use_cache: bool = True, generator: torch.Generator | None = None,
 ) -> Iterator[torch.Tensor]:
     """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen.
 
@@ -127,20 +120,20 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
         mem, mask = memory.expand(n, -1, -1), src_mask.expand(n, -1, -1, -1)
         logits = model.decode(seqs[:, -1:] if use_cache else seqs, mem, mask, cache)[:, -1]
         cand = scores[:, None] + torch.log_softmax(logits.float(), dim=-1)  # (n, V)
-        vocab = cand.size(1)
         top = cand.view(-1).topk(min(2 * beam_size, cand.numel()))
-        origins, tokens, kept = [], [], []
+        alive = []  # (parent beam, token, score) of the beams that go on
         for score, flat in zip(top.values.tolist(), top.indices.tolist()):
-            origin, tok = divmod(flat, vocab)
+            origin, tok = divmod(flat, cand.size(1))
             if tok == eos_id:
                 hyp = seqs[origin, 1:].tolist() + [eos_id]
                 finished.append((score / length_penalty(len(hyp), alpha), hyp))
             else:
-                origins.append(origin), tokens.append(tok), kept.append(score)
-            if len(kept) == beam_size:
+                alive.append((origin, tok, score))
+            if len(alive) == beam_size:
                 break
-        if not kept:
+        if not alive:
             break
+        origins, tokens, kept = zip(*alive)
         if len(finished) >= beam_size:
             # Stop only when no alive beam can still beat the beam_size-th best finished hypothesis (not as soon as
             # beam_size have ended: early low-ranked <eos> would cut off a better, longer one). Log-probs are <= 0
@@ -162,15 +155,8 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
 
 
 def beam_search(
-    model,
-    src: torch.Tensor,
-    *,
-    beam_size: int = 4,
-    max_len: int = 50,
-    bos_id: int,
-    eos_id: int,
-    length_penalty_alpha: float = 0.6,
-    use_cache: bool = True,
+    model, src: torch.Tensor, *, beam_size: int = 4, max_len: int = 50, bos_id: int, eos_id: int,
+    length_penalty_alpha: float = 0.6, use_cache: bool = True,
 ) -> torch.Tensor:
     """Beam search with a seq2seq ``Transformer``; src ``(B, S)`` -> best hypothesis per row ``(B, L)`` (no <bos>,
     ending in <eos> when one was produced, padded with ``pad_id``). ``beam_size=1`` equals ``greedy_decode``."""

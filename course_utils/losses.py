@@ -62,12 +62,7 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
 
 
 def cross_entropy(
-    logits: Tensor,
-    targets: Tensor,
-    *,
-    ignore_index: int = -100,
-    label_smoothing: float = 0.0,
-    reduction: str = "mean",
+    logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
 ) -> Tensor:
     """Cross-entropy of integer targets, built on :func:`log_softmax` (lesson 08).
 

@@ -42,15 +42,8 @@ def _check_id(value, name: str, vocab_size: int) -> int:
 
 
 def mask_tokens(
-    ids: torch.Tensor,
-    vocab_size: int,
-    mask_id: int,
-    special_ids: Iterable[int],
-    p: float = 0.15,
-    generator: torch.Generator | None = None,
-    *,
-    mask_frac: float = 0.8,
-    random_frac: float = 0.1,
+    ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
+    generator: torch.Generator | None = None, *, mask_frac: float = 0.8, random_frac: float = 0.1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's corruption: returns ``(inputs, labels)``, both shaped like ``ids`` (not modified).
 
@@ -77,9 +70,8 @@ def mask_tokens(
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(f"ids must lie in [0, {vocab_size - 1}] (vocab_size={vocab_size}), got values in "
                          f"[{int(ids.min())}, {int(ids.max())}]: encode with the tokenizer of this vocabulary")
-    ordinary = torch.ones(vocab_size, dtype=torch.bool)
-    ordinary[special] = False
-    ordinary_ids = ordinary.nonzero().squeeze(1)  # (V_ordinary,) the ids a random replacement may take
+    vocab = torch.arange(vocab_size)
+    ordinary_ids = vocab[~torch.isin(vocab, torch.tensor(special, dtype=torch.long))]  # the ids a replacement may take
     if random_frac > 0 and len(ordinary_ids) == 0:
         raise ValueError("every id is special, so there is no ordinary token to draw random replacements from")
 

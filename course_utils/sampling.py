@@ -1,12 +1,9 @@
-"""The distribution a language model samples its next token from (lesson 11): one place for τ, top-k and top-p.
-
-    p = softmax(filter(logits / τ))
+"""The distribution a language model samples its next token from (lesson 11): ``p = softmax(filter(logits / τ))``.
 
 * temperature τ: τ < 1 sharpens, τ > 1 flattens; ``τ = 0`` means greedy (a one-hot on the argmax).
-* top-k: keep the k largest logits of each row. ``top_k=None`` **or 0** means no filtering (the lesson's slider
-  reads 0 as "off", as Hugging Face does); ``k >= V`` keeps everything.
+* top-k: keep the k largest logits of each row; ``None`` **or 0** means off (as the lesson's slider and Hugging Face).
 * top-p (nucleus, Holtzman et al., 2020): keep the smallest set of most probable tokens whose probabilities add
-  up to at least p; ``top_p=None`` or ``1.0`` means no filtering. The most probable token always stays.
+  up to at least p; ``None`` or ``1.0`` means off.
 
 Filters apply after the temperature, top-k before top-p. Probabilities are computed in float32.
 """
@@ -76,10 +73,7 @@ def sampling_distribution(
 
 
 def sample_next(
-    logits: torch.Tensor,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """logits ``(B, V)`` -> next ids ``(B, 1)`` drawn from ``sampling_distribution``; ``temperature=0`` is argmax."""
