@@ -64,11 +64,10 @@ def load_text(path: str | None) -> str:
 
 
 def throughput(elapsed: list[float], tokens_per_step: int) -> dict[str, int | None]:
-    """Training speed from ``History.elapsed`` (seconds since the start at every step, summed across resumes).
+    """Tokens/s from ``History.elapsed`` (seconds since the start at every step, summed across resumes).
 
-    ``tokens_per_s`` covers every step; ``steady_tokens_per_s`` skips the first quarter of the steps, which holds
-    the warm-up (``torch.compile`` compiles during the first steps, CUDA loads its kernels) and so says little
-    about training speed. ``None`` when there are too few steps to tell.
+    ``tokens_per_s`` covers every step; ``steady_tokens_per_s`` skips the first quarter, which holds the warm-up
+    (compilation, CUDA kernel loading). ``None`` when there are too few steps to tell.
     """
     first = len(elapsed) // 4
     overall = round(len(elapsed) * tokens_per_step / elapsed[-1]) if elapsed and elapsed[-1] > 0 else None

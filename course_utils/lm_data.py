@@ -1,8 +1,7 @@
 """Batches for language modelling: random windows of a token stream (lessons 11 and 12, the GPT trainer).
 
-A batch is a deterministic function of the step (and of the process rank under DDP): ``get_batch(step)`` draws
-its window offsets from a generator seeded with ``(seed, rank, step)``. That is what lets an interrupted run resume
-with exactly the same batches, and lets every DDP process see different data without any communication.
+``get_batch(step)`` draws its window offsets from a generator seeded with ``(seed, rank, step)``: an interrupted run
+resumes with exactly the same batches, and every DDP process sees different data without any communication.
 """
 
 from __future__ import annotations
@@ -31,10 +30,8 @@ def lm_batches(
     check_positive(block_size, "block_size")
     check_positive(batch_size, "batch_size")
     if len(ids) <= block_size:
-        raise ValueError(
-            f"the token stream has {len(ids)} tokens, fewer than block_size + 1 = {block_size + 1}: "
-            "use more text or a smaller block_size"
-        )
+        raise ValueError(f"the token stream has {len(ids)} tokens, fewer than block_size + 1 = {block_size + 1}: "
+                         "use more text or a smaller block_size")
 
     def get_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(hash((seed, rank, step)) % (2**63))
