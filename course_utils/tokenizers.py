@@ -66,12 +66,13 @@ class Tokenizer:
     * ``decode(ids, *, skip_special=True) -> text``; ``encode_batch(texts, *, max_len=None, pad_to=None, <flags>)
       -> (B, T)`` right-padded with ``pad_id``; ``encode_batch_with_mask`` adds the keep-mask (True = real token).
 
-    Subclasses define how text is cut (:meth:`tokenize`), glued back (:meth:`_join`) and wrapped (:meth:`_wrap`).
+    Subclasses define :meth:`tokenize` (text -> tokens), ``_join`` (tokens -> text) and ``_wrap`` (special ids).
     """
 
     pad_id, unk_id, bos_id, eos_id, mask_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID
     special_ids = frozenset(range(len(SPECIAL_TOKENS)))
     default_max_len: int | None = None  # encode's max_len when none is given (WordPiece: the model's length)
+    _OPTIONS: tuple[str, ...] = ()  # constructor options that save() stores besides the tokens
 
     def __init__(self, tokens: Iterable[str]):
         tokens = list(tokens)
@@ -104,7 +105,7 @@ class Tokenizer:
     def ids_to_tokens(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
         return [self.itos[i] for i in self._check_ids(ids)]
 
-    def tokenize(self, text: str) -> list[str]:  # text -> tokens; subclasses also define _join (tokens -> text)
+    def tokenize(self, text: str) -> list[str]:
         raise NotImplementedError  # pragma: no cover - defined by every subclass
 
     def _wrap(self, add_bos: bool = False, add_eos: bool = False) -> tuple[list[int], list[int]]:
@@ -173,10 +174,7 @@ class Tokenizer:
 
     # --- persistence (a trained model is useless without the exact vocabulary it was trained with)
     def to_dict(self) -> dict:
-        return {"type": type(self).__name__, "tokens": self.itos, **self._config()}
-
-    def _config(self) -> dict:
-        return {}
+        return {"type": type(self).__name__, "tokens": self.itos, **{k: getattr(self, k) for k in self._OPTIONS}}
 
     @staticmethod
     def from_dict(d: dict) -> Tokenizer:
@@ -219,18 +217,14 @@ class CharTokenizer(Tokenizer):
 
 
 class WordTokenizer(Tokenizer):
-    """Words, numbers and punctuation marks are tokens (a Chinese character counts as a word).
+    """Words, numbers and punctuation marks are tokens, a CJK character too: ``"Don't stop!"`` -> ``["don't",
+    "stop", "!"]`` (lowercase=True). Decoding puts one space between tokens (none between CJK characters)."""
 
-    The split is a simple regex: ``"Don't stop!"`` -> ``["don't", "stop", "!"]`` with ``lowercase=True``.
-    Decoding puts single spaces between tokens (none between CJK characters), so spacing is normalized.
-    """
+    _OPTIONS = ("lowercase",)
 
     def __init__(self, tokens: Iterable[str], lowercase: bool = True):
         super().__init__(tokens)
         self.lowercase = lowercase
-
-    def _config(self) -> dict:
-        return {"lowercase": self.lowercase}
 
     @classmethod
     def from_texts(cls, texts: Iterable[str], min_freq: int = 1, max_size: int | None = None,
@@ -245,9 +239,7 @@ class WordTokenizer(Tokenizer):
         splitter = cls([], lowercase=lowercase)
         counts = Counter(tok for text in texts for tok in splitter.tokenize(text))
         kept = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
-        if max_size is not None:
-            kept = kept[: max_size - len(SPECIAL_TOKENS)]
-        return cls(kept, lowercase=lowercase)
+        return cls(kept[: None if max_size is None else max_size - len(SPECIAL_TOKENS)], lowercase=lowercase)
 
     def tokenize(self, text: str) -> list[str]:
         return _WORD_RE.findall(text.lower() if self.lowercase else text)

@@ -106,7 +106,7 @@ class WordPieceTokenizer(Tokenizer):
 
     bos_id = eos_id = None                          # BERT has [CLS] (cls_id) and [SEP] (sep_id) instead
     _OPTIONS = ("lowercase", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word",
-                "model_max_length", "clean_up_spaces")  # what Tokenizer.save stores besides the tokens
+                "model_max_length", "clean_up_spaces")
 
     def __init__(self, vocab: Sequence[str], lowercase: bool = True, strip_accents: bool | None = None,
                  tokenize_chinese_chars: bool = True, max_input_chars_per_word: int = 100,
@@ -130,9 +130,6 @@ class WordPieceTokenizer(Tokenizer):
     def default_max_len(self) -> int:              # encode cuts at the model's length unless told otherwise
         return self.model_max_length
 
-    def _config(self) -> dict:
-        return {name: getattr(self, name) for name in self._OPTIONS}
-
     @classmethod
     def from_file(cls, vocab_path: str | os.PathLike, **kwargs) -> WordPieceTokenizer:
         return cls(load_vocab(vocab_path), **kwargs)
@@ -141,20 +138,18 @@ class WordPieceTokenizer(Tokenizer):
     def from_pretrained(cls, folder: str | os.PathLike) -> WordPieceTokenizer:
         """Read ``vocab.txt`` and, when present, the options of ``tokenizer_config.json`` from ``folder``."""
         folder = Path(folder)
-        vocab_path = folder / "vocab.txt"
+        vocab_path, config_path = folder / "vocab.txt", folder / "tokenizer_config.json"
         if not vocab_path.is_file():
             raise FileNotFoundError(f"no vocab.txt in {folder}: a WordPiece model folder needs one")
         options = {}
-        config_path = folder / "tokenizer_config.json"
         if config_path.is_file():
-            config = read_json_file(config_path, "tokenizer configuration")
-            if config.get("do_basic_tokenize", True) is False:
+            cfg = read_json_file(config_path, "tokenizer configuration")
+            if cfg.get("do_basic_tokenize", True) is False:
                 raise ValueError(f"{config_path}: do_basic_tokenize=false is not supported")
-            options = {"lowercase": bool(config.get("do_lower_case", True)),
-                       "strip_accents": config.get("strip_accents"),
-                       "tokenize_chinese_chars": bool(config.get("tokenize_chinese_chars", True))}
-            if isinstance(config.get("model_max_length"), int) and config["model_max_length"] < 10 ** 6:
-                options["model_max_length"] = config["model_max_length"]
+            options = {"lowercase": bool(cfg.get("do_lower_case", True)), "strip_accents": cfg.get("strip_accents"),
+                       "tokenize_chinese_chars": bool(cfg.get("tokenize_chinese_chars", True))}
+            if isinstance(cfg.get("model_max_length"), int) and cfg["model_max_length"] < 10 ** 6:  # not "no limit"
+                options["model_max_length"] = cfg["model_max_length"]
         return cls.from_file(vocab_path, **options)
 
     def __repr__(self) -> str:
@@ -174,12 +169,10 @@ class WordPieceTokenizer(Tokenizer):
             return [UNK]
         pieces, start = [], 0
         while start < len(word):
-            end = len(word)
-            while end > start:                         # the longest vocabulary entry that starts at `start`
+            for end in range(len(word), start, -1):   # the longest vocabulary entry that starts at `start`
                 piece = word[start:end] if start == 0 else "##" + word[start:end]
                 if piece in self.stoi:
                     break
-                end -= 1
             else:                                      # nothing matched: the whole word is unknown
                 return [UNK]
             pieces.append(piece)

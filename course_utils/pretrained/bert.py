@@ -89,11 +89,8 @@ class BertPooler(nn.Module):
 
 
 class BertEncoder(nn.Module):
-    """Embeddings + ``course_utils.models.Encoder`` (post-norm, GELU, eps 1e-12) + pooler.
-
-    ``forward(input_ids (B, T), attention_mask (B, T) or None, token_type_ids=None) -> (B, T, C)``; the mask is
-    the course's keep-mask (True = real token; transformers' 1/0 integers are accepted too).
-    """
+    """``forward(input_ids (B, T), attention_mask (B, T) or None, token_type_ids=None) -> (B, T, C)``; the mask is
+    the course's keep-mask (True = real token; transformers' 1/0 integers are accepted too)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -118,12 +115,8 @@ class BertEncoder(nn.Module):
 
 
 class SentenceEncoder(nn.Module):
-    """Sentence embeddings: BERT token vectors → mean (or [CLS]) pooling → optional L2 normalisation.
-
-    ``forward(input_ids, attention_mask=None) -> (B, C)`` (no mask: every non-[PAD] id is a real token);
-    ``encode(list_of_texts) -> (N, C)`` tokenizes with the attached tokenizer, sorts the texts by length (less
-    padding), runs in batches without gradients and returns the embeddings in the original order.
-    """
+    """BERT token vectors → mean (or [CLS]) pooling → optional L2 normalisation. ``forward(input_ids,
+    attention_mask=None) -> (B, C)`` (no mask: every non-[PAD] id is a real token); ``encode(texts) -> (N, C)``."""
 
     def __init__(self, config: BertConfig, tokenizer: WordPieceTokenizer | None = None, pooling: str = "mean",
                  normalize: bool = True, max_len: int | None = None):
@@ -157,12 +150,9 @@ class SentenceEncoder(nn.Module):
 
     def encode(self, texts: Sequence[str] | str, batch_size: int = 64, max_len: int | None = None,
                max_tokens: int = 4096) -> torch.Tensor:
-        """Embeddings ``(N, C)`` of ``texts`` (a single string gives ``(C,)``), on the model's device.
-
-        Texts are sorted by length and batched so that a batch holds at most ``batch_size`` texts and
-        ``max_tokens`` tokens (padding included), and never mixes a text with one less than half its length:
-        one long text does not make 63 short ones pay for its padding.
-        """
+        """Embeddings ``(N, C)`` of ``texts`` (one string: ``(C,)``) on the model's device, in the input order,
+        without gradients. Texts are sorted by length; a batch holds at most ``batch_size`` texts and ``max_tokens``
+        tokens (padding included) and never a text less than half as long as its longest (less padding)."""
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         if not all(isinstance(t, str) for t in texts):
