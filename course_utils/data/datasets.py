@@ -1,11 +1,9 @@
 """Loaders for the course's datasets, returning plain Python lists and strings (no pandas, no hub).
 
-Each loader looks in the data folder, downloads when it may, and, with ``fallback=True``, returns a tiny
-bundled sample (with a :class:`~course_utils.data.samples.SampleDataWarning`) when the real data cannot be
-had. A corrupt file is never silently replaced by a sample: its :class:`ChecksumMismatch` always propagates.
-
-Every result says where it came from: ``result.source`` is a :class:`DataSource`, ``result.describe()`` a
-one-line summary for the lesson to print.
+Each loader reads the data folder, downloads when it may, and with ``fallback=True`` returns a tiny bundled sample
+(with a :class:`~course_utils.data.samples.SampleDataWarning`) when the real data cannot be had; a corrupt file's
+:class:`ChecksumMismatch` always propagates. ``result.source`` (a :class:`DataSource`) and ``result.describe()``
+say where the data came from.
 """
 
 from __future__ import annotations
@@ -73,14 +71,17 @@ class Text(str):
         return f"{self.name}: {len(self):,} characters, {len(set(self))} distinct, from {self.source}"
 
 
-def _fetch_with_kind(name: str, data_dir, download: bool, progress: bool) -> tuple[Path, str]:
-    """``fetch`` plus whether the file was already there (``data_dir``) or fetched now (``downloaded``)."""
+def _fetch_with_kind(name: str, data_dir, download: bool, progress: bool, get=fetch) -> tuple[Path, str]:
+    """``get`` (:func:`fetch` or :func:`extract_resource`) plus whether the file was already there (``data_dir``)
+    or fetched now (``downloaded``)."""
     existed = (_resolve_dir(data_dir) / get_resource(name).path).is_file()
-    path = fetch(name, data_dir=data_dir, download=download, progress=progress)
-    return path, "data_dir" if existed else "downloaded"
+    return get(name, data_dir, download, progress), "data_dir" if existed else "downloaded"
 
 
-def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable) -> Examples:
+def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable, fallback: bool) -> Examples:
+    """The bundled sample for ``lang`` with its warning, or ``reason`` raised when ``fallback`` is off."""
+    if not fallback:
+        raise reason
     rows = samples.sample_sentiment(lang, split)
     samples.warn_sample(title, f"sentiment_{lang}.tsv", f"{len(rows)} sentences", reason, stacklevel=4)
     source = DataSource("sample", samples.sample_location(f"sentiment_{lang}.tsv"),
@@ -89,13 +90,10 @@ def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable)
 
 
 def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
-    """Rows of a TSV with a header naming a ``label`` column (0/1) and one text column.
+    """Rows of a TSV whose header is ``label<TAB>sentence`` (the course's) or ``sentence<TAB>label`` (GLUE's).
 
-    Both layouts met in the wild are read: the course's ``label<TAB>sentence`` and GLUE's
-    ``sentence<TAB>label``.
-    Fields are split on tabs only (no CSV quoting: SST sentences contain bare ``"`` characters) and stripped,
-    which also removes the trailing space GLUE leaves before each tab.
-    """
+    Split on tabs only (no CSV quoting: SST sentences contain bare ``"``), fields stripped (GLUE leaves a space
+    before each tab)."""
     lines = text.split("\n")
     header = [h.strip().lower() for h in lines[0].rstrip("\r").split("\t")]
     if "label" not in header or len(header) != 2:
@@ -122,9 +120,7 @@ def parse_chnsenticorp(path: Path) -> tuple[list[tuple[str, int]], int]:
     with open(path, encoding="utf-8-sig", newline="") as f:  # newline="": let csv handle quoted newlines
         reader = csv.reader(f)
         for row in reader:
-            if reader.line_num == 1 and [c.strip().lower() for c in row] == ["label", "review"]:
-                continue
-            if not row:
+            if not row or reader.line_num == 1 and [c.strip().lower() for c in row] == ["label", "review"]:
                 continue
             if len(row) != 2 or row[0].strip() not in ("0", "1"):
                 raise ValueError(f"{path}, line {reader.line_num}: expected 'label,review' with label 0 or 1,"
@@ -224,9 +220,7 @@ def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, f
             labelled = _resolve_dir(data_dir) / get_resource(f"sst2-{split}").path
             missing = DataUnavailable(f"{exc}\nAlternatively, put the labelled 'label<TAB>sentence' copy at "
                                       f"{labelled} (see docs/data.md).")
-    if not fallback:
-        raise missing
-    return _sample_examples("SST-2", split, "en", missing)
+    return _sample_examples("SST-2", split, "en", missing, fallback)
 
 
 def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool = True,
@@ -237,9 +231,7 @@ def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool 
     try:
         path, kind = _fetch_with_kind("chnsenticorp", data_dir, download, progress)
     except DataUnavailable as exc:
-        if not fallback:
-            raise
-        return _sample_examples("ChnSentiCorp", "all", "zh", exc)
+        return _sample_examples("ChnSentiCorp", "all", "zh", exc, fallback)
     rows, dropped = parse_chnsenticorp(path)
     detail = f"dropped {dropped} empty review{'s' * (dropped != 1)}" if dropped else ""
     return Examples(rows, "ChnSentiCorp", "all", DataSource(kind, str(path), detail))
@@ -259,33 +251,28 @@ def load_imdb(split: str = "train", data_dir: str | os.PathLike | None = None, f
     if variant not in ("auto", "subset", "full"):
         raise ValueError(f"variant must be 'auto', 'subset' or 'full', got {variant!r}")
     missing: DataUnavailable | None = None
-    if variant in ("auto", "subset"):
+    if variant != "full":
         try:
             path, kind = _fetch_with_kind("imdb-subset", data_dir, download, progress)  # never downloads
             rows = parse_imdb_csv(path)
             cut = len(rows) * 4 // 5  # file order, as documented: 2,000 train / 500 test for the real file
-            first, last = {"train": (1, cut), "test": (cut + 1, len(rows)), "all": (1, len(rows))}[split]
-            detail = f"{len(rows):,}-row subset, {split} = rows {first:,}-{last:,}"
-            rows = rows[first - 1:last]
-            return Examples(rows, "IMDB", split, DataSource(kind, str(path), detail))
+            first, last = {"train": (0, cut), "test": (cut, len(rows)), "all": (0, len(rows))}[split]
+            detail = f"{len(rows):,}-row subset, {split} = rows {first + 1:,}-{last:,}"
+            return Examples(rows[first:last], "IMDB", split, DataSource(kind, str(path), detail))
         except DataUnavailable as exc:
             missing = exc
-    if variant in ("auto", "full"):
+    if variant != "subset":
         try:
-            existed = (_resolve_dir(data_dir) / get_resource("imdb").path).is_file()
-            root = extract_resource("imdb", data_dir, download, progress) / "aclImdb"
+            folder, kind = _fetch_with_kind("imdb", data_dir, download, progress, extract_resource)
             splits = ("train", "test") if split == "all" else (split,)
-            rows = [row for s in splits for row in read_aclimdb(root, s)]
-            kind = "data_dir" if existed else "downloaded"
-            return Examples(rows, "IMDB", split, DataSource(kind, str(root), "aclImdb_v1.tar.gz"))
+            rows = [row for s in splits for row in read_aclimdb(folder / "aclImdb", s)]
+            return Examples(rows, "IMDB", split, DataSource(kind, str(folder / "aclImdb"), "aclImdb_v1.tar.gz"))
         except DataUnavailable as exc:
             if missing is not None:  # auto mode: the subset was missing too, say where it would go
                 subset = _resolve_dir(data_dir) / get_resource("imdb-subset").path
                 exc = DataUnavailable(f"{exc}\nOr, for the small 2,500-review subset, put it at {subset}.")
             missing = exc
-    if not fallback:
-        raise missing
-    return _sample_examples("IMDB", split, "en", missing)
+    return _sample_examples("IMDB", split, "en", missing, fallback)
 
 
 def train_test_split(examples: Examples, test_size: float = 0.2, seed: int = 0) -> tuple[Examples, Examples]:
