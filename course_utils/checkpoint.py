@@ -142,13 +142,6 @@ def _read(path: Path, map_location: Any) -> dict[str, Any]:
     return ckpt
 
 
-def _state_dict_error(err: RuntimeError, limit: int = 12) -> str:
-    """load_state_dict's list of missing/unexpected keys and size mismatches, whole (up to ``limit`` lines)."""
-    lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
-    more = f"; ... and {len(lines) - limit} more" if len(lines) > limit else ""
-    return "; ".join(lines[:limit]) + more if lines else str(err)
-
-
 def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: Any) -> None:
     """Refuse to resume with another kind of optimizer or schedule: SGD's state in an AdamW (or the reverse)
     loads without error in torch, then fails at the first step or silently replaces the learning rate."""
@@ -208,10 +201,12 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     _check_states(path, ckpt, optimizer, scheduler)
     try:
         target.load_state_dict(ckpt["model"])
-    except RuntimeError as err:
-        raise CheckpointError(f"checkpoint {path} does not match this model ({_state_dict_error(err)}): build "
-                              "the model with the same hyperparameters as when it was saved, or delete the "
-                              "checkpoint to start over") from None
+    except RuntimeError as err:  # load_state_dict's list of missing/unexpected keys and size mismatches, whole
+        lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()] or [str(err)]
+        details = "; ".join(lines[:12]) + (f"; ... and {len(lines) - 12} more" if len(lines) > 12 else "")
+        raise CheckpointError(f"checkpoint {path} does not match this model ({details}): build the model with "
+                              "the same hyperparameters as when it was saved, or delete the checkpoint to start "
+                              "over") from None
     if optimizer is not None:
         try:
             optimizer.load_state_dict(ckpt["optimizer"])

@@ -23,24 +23,20 @@ from tqdm.auto import tqdm
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .device import move_to_device, pick_device
 from .history import History, TrainingDiverged
+from .modes import evaluating
 from .optim import param_groups
 from .rng import seed_everything
 from .safe_files import defer_interrupts
 from .schedules import cosine_schedule, inverse_sqrt_schedule
 from .validation import check_int, is_real_number
 
-__all__ = [
-    "pick_device", "seed_everything", "move_to_device", "History", "TrainingDiverged", "fit", "param_groups",
-    "inverse_sqrt_schedule", "cosine_schedule", "save_checkpoint", "load_checkpoint", "CheckpointError",
-]
-
-_AMP_MODES = ("auto", "bf16", "fp16", "off")
-_ON_INTERRUPT = ("auto", "return", "raise")
+__all__ = ["pick_device", "seed_everything", "move_to_device", "History", "TrainingDiverged", "fit", "param_groups",
+           "inverse_sqrt_schedule", "cosine_schedule", "save_checkpoint", "load_checkpoint", "CheckpointError"]
 
 
 def _resolve_amp(amp: str, device: torch.device) -> str:
-    if amp not in _AMP_MODES:
-        raise ValueError(f"amp={amp!r} is not supported: use one of {_AMP_MODES}")
+    if amp not in ("auto", "bf16", "fp16", "off"):
+        raise ValueError(f"amp={amp!r} is not supported: use 'auto', 'bf16', 'fp16' or 'off'")
     if amp == "auto":
         return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "off"
     if amp == "fp16" and device.type != "cuda":
@@ -97,8 +93,8 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))] if optimizer else []
     if bad_lr:
         raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")
-    if on_interrupt not in _ON_INTERRUPT:
-        raise ValueError(f"on_interrupt={on_interrupt!r} is not supported: use one of {_ON_INTERRUPT}")
+    if on_interrupt not in ("auto", "return", "raise"):
+        raise ValueError(f"on_interrupt={on_interrupt!r} is not supported: use 'auto', 'return' or 'raise'")
     if on_interrupt == "auto":  # a notebook keeps the curve; a script (or a torchrun rank) must stop
         on_interrupt = "return" if _in_notebook() else "raise"
     device = pick_device(device)
@@ -224,11 +220,9 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         raise
     except KeyboardInterrupt as err:
         history.interrupted = True
-        if path is not None and path.exists():
-            how = (f"The last complete checkpoint ({path}, step {last_saved}) is intact: run the same "
-                   "fit(...) call again (resume=True) to continue from there.")
-        else:
-            how = "No checkpoint was written (pass checkpoint_path=... to make the run resumable)."
+        how = (f"The last complete checkpoint ({path}, step {last_saved}) is intact: run the same fit(...) call "
+               "again (resume=True) to continue from there." if path is not None and path.exists()
+               else "No checkpoint was written (pass checkpoint_path=... to make the run resumable).")
         kept = ("The returned History holds the curve so far." if on_interrupt == "return"
                 else "Stopping (fit(..., on_interrupt='return') returns the History instead).")
         print(f"\nInterrupted at step {step}/{steps}. {how} {kept}", flush=True)
@@ -259,12 +253,8 @@ def _make_scheduler(schedule: Any, optimizer: torch.optim.Optimizer, start: int)
 
 
 def _evaluate(model: nn.Module, eval_fn: Callable, autocast: Callable, history: History, step: int) -> None:
-    model.eval()  # dropout off, as at test time
-    try:
-        with torch.no_grad(), autocast():
-            metrics = eval_fn(model)
-    finally:
-        model.train()
+    with evaluating(model), autocast():  # dropout off and no gradients, as at test time
+        metrics = eval_fn(model)
     if not isinstance(metrics, Mapping):
         raise TypeError(f"eval_fn must return a dict like {{'val_loss': 1.23}}, got {type(metrics).__name__}")
     values = {}
