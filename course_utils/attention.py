@@ -32,10 +32,7 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):  # rank too
         raise ValueError(f"q, k, v must have the same rank and leading (batch, head) dimensions, got {shapes}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same feature size d_k to be compared by a dot product, got {shapes}: "
-            "project both to the same d_k"
-        )
+        raise ValueError(f"q and k must have the same feature size d_k (q·k), got {shapes}: project both to one d_k")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same number of positions T_k (one value per key), got {shapes}")
 
@@ -81,10 +78,9 @@ def _fast(q, k, v, mask, is_causal: bool, dropout_p: float, scale: float) -> tor
         # with is_causal, query rows < stop see no key after stop + (T_k - T_q): leave those keys out entirely
         n_k = min(t_k, stop + t_k - t_q) if is_causal and rows < t_q else t_k
         m = mask
-        if m is not None and m.dim() >= 2 and m.shape[-2] != 1 and rows < t_q:
-            m = m[..., start:stop, :]
-        if m is not None and m.shape[-1] != 1 and n_k < t_k:
-            m = m[..., :n_k]
+        if m is not None and rows < t_q:  # this block's rows and keys (a size-1 axis broadcasts as it is)
+            m = m[..., start:stop, :] if m.dim() >= 2 and m.shape[-2] != 1 else m
+            m = m[..., :n_k] if m.shape[-1] != 1 else m
         if is_causal:
             m = _with_causal(m, t_q, t_k, start, stop, q.device, n_k)
         m, has_keys = _settle(m, q.dtype)

@@ -83,12 +83,9 @@ class KVCache:
             self._cross[module] = (memory, memory._version, k, v)
             return k, v
         old, version, k, v = entry
-        same = memory is old or (
-            memory.device == old.device
-            and memory.device.type != "meta"  # meta tensors have no data_ptr
-            and (memory.data_ptr(), memory.shape[1:], memory.stride()[1:])
-            == (old.data_ptr(), old.shape[1:], old.stride()[1:])
-        )
+        same = memory is old or (memory.device == old.device and memory.device.type != "meta"  # meta: no data_ptr
+                                 and (memory.data_ptr(), memory.shape[1:], memory.stride()[1:])
+                                 == (old.data_ptr(), old.shape[1:], old.stride()[1:]))
         if not same or memory._version != version:
             raise ValueError(
                 "this KVCache holds cross-attention keys computed from another encoder memory (or the memory was "

@@ -163,10 +163,8 @@ class MultiHeadAttention(nn.Module):
             )
         for name in torch_style:
             fix = _TORCH_KWARGS.get(name)
-            raise TypeError(
-                f"MultiHeadAttention got {name}=, " + (f"PyTorch's keyword: pass {fix}" if fix else "which it "
-                "does not take (keywords: mask, key_keep_mask, is_causal, cache, need_weights)")
-            )
+            raise TypeError(f"MultiHeadAttention got {name}=, " + (f"PyTorch's keyword: pass {fix}" if fix else
+                            "which it does not take (keywords: mask, key_keep_mask, is_causal, cache, need_weights)"))
         self._check_inputs(query, key, value)
         check_bool(need_weights, "need_weights")
         t_k = (query if key is None else key).shape[1]
