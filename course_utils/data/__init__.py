@@ -1,12 +1,9 @@
-"""The course's data layer: find, download, verify and load the datasets (see docs/data.md).
+"""The course's data layer: find, download, verify and load the datasets (docs/data.md), e.g.
+``data.load_sst2("dev")``: ``(sentence, label)`` pairs whose ``.describe()`` says how many and from where.
 
-    from course_utils import data
-    rows = data.load_sst2("dev")          # list of (sentence, label), label 0 = negative, 1 = positive
-    print(rows.describe())                # how many, which labels, and where they came from
-
-Files live in :func:`data_dir` and are checked against their sha256 (:func:`fetch`, :class:`ChecksumMismatch`).
-Offline (``COURSE_OFFLINE=1``, ``download=False``, no network) a missing file raises :class:`DataUnavailable`
-saying where to get it, or the loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`.
+Files live in :func:`data_dir`, checked against their sha256 (:func:`fetch`, :class:`ChecksumMismatch`). Offline
+(``COURSE_OFFLINE=1``, ``download=False``, no network) a missing file raises :class:`DataUnavailable` saying where to
+get it, or the loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`.
 ``python -m course_utils.data`` lists the datasets; ``... fetch NAME`` downloads one.
 """
 

@@ -1,11 +1,10 @@
 """Get a dataset file into the data folder, intact, or explain in plain words how to get it.
 
-``fetch(name)`` checks a present file against its sha256; a missing one is downloaded into a temporary file in
-the same folder, checked, and only then moved into place with ``os.replace`` (atomic: never a half file).
-A good hash is remembered in a sidecar ``.<file>.sha256.json`` keyed by size, mtime, ctime (which ``touch`` cannot
-set back), device, inode and a hash of the first and last 64 KiB re-read at every use; a read-only folder (CI's
-shared copy) remembers it for this process only. A folder that cannot be written ends in :class:`DataUnavailable`
-naming the fix, so the loaders fall back to their sample; a failed download removes the folders it created.
+``fetch(name)`` checks a present file against its sha256; a missing one is downloaded to a temporary file beside
+it, checked, then moved into place with ``os.replace`` (atomic: never a half file). A good hash is remembered in
+``.<file>.sha256.json`` keyed by size, mtime, ctime (``touch`` cannot set it back), device, inode and a hash of the
+first and last 64 KiB (in memory only where the folder is read-only). An unwritable folder is a
+:class:`DataUnavailable` naming the fix, so the loaders fall back to their sample.
 """
 
 from __future__ import annotations
@@ -162,7 +161,6 @@ def _download(url: str, dest: Path, progress: bool, check, expected_size: int | 
                 raise _NetworkError(exc) from None
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
-            received = 0
             with response, tqdm(total=total or expected_size, unit="B", unit_scale=True, unit_divisor=1024,
                                 desc=dest.name, disable=not progress, leave=False) as bar:
                 while True:
@@ -173,10 +171,9 @@ def _download(url: str, dest: Path, progress: bool, check, expected_size: int | 
                     if not chunk:
                         break
                     out.write(chunk)
-                    received += len(chunk)
                     bar.update(len(chunk))
-        if total is not None and received < total:
-            raise _NetworkError(f"connection closed after {received:,} of {total:,} bytes")
+            if total is not None and out.tell() < total:
+                raise _NetworkError(f"connection closed after {out.tell():,} of {total:,} bytes")
         check(tmp)
         os.replace(tmp, dest)
     finally:

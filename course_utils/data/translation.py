@@ -239,11 +239,10 @@ def corpus_bleu(hypotheses: list[str], references: list[list[str]]):
     over the references), BP = min(1, exp(1 − r/c)) with r the closest reference lengths. Returns the sacreBLEU
     score object: ``.score`` (0–100), ``.precisions``, ``.bp``.
     """
-    streams = _check_refs(hypotheses, references)
-    return _require("sacrebleu").metrics.BLEU(tokenize="zh").corpus_score(list(hypotheses), streams)
+    bleu = _require("sacrebleu").metrics.BLEU(tokenize="zh")
+    return bleu.corpus_score(list(hypotheses), _check_refs(hypotheses, references))
 
 
 def corpus_chrf(hypotheses: list[str], references: list[list[str]]):
     """sacreBLEU chrF (character n-grams up to 6, β = 2) against all references; ``.score`` is 0–100."""
-    streams = _check_refs(hypotheses, references)
-    return _require("sacrebleu").metrics.CHRF().corpus_score(list(hypotheses), streams)
+    return _require("sacrebleu").metrics.CHRF().corpus_score(list(hypotheses), _check_refs(hypotheses, references))

@@ -54,9 +54,6 @@ def sample_sentiment(lang: str = "en", split: str = "all") -> list[tuple[str, in
 
 def warn_sample(title: str, sample: str, size: str, reason: Exception, stacklevel: int = 3) -> None:
     """Warn once that a tiny sample replaces ``title`` and why; ``stacklevel`` reaches the lesson's own line."""
-    warnings.warn(
-        f"Using the tiny bundled sample {sample_location(sample)} ({size}) instead of {title}: results on it "
-        f"say little about a real model. Pass fallback=False to get an error instead.\n{reason}",
-        SampleDataWarning,
-        stacklevel=stacklevel,
-    )
+    warnings.warn(f"Using the tiny bundled sample {sample_location(sample)} ({size}) instead of {title}: results on "
+                  f"it say little about a real model. Pass fallback=False to get an error instead.\n{reason}",
+                  SampleDataWarning, stacklevel=stacklevel)
