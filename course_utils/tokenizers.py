@@ -120,8 +120,7 @@ class Tokenizer:
         if max_len is not None:
             room = len(head) + len(tail)
             if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < max(room, 1):
-                raise ValueError(f"max_len must be an int >= {max(room, 1)} (room for the special tokens), "
-                                 f"got {max_len!r}")
+                raise ValueError(f"max_len must be an int >= {max(room, 1)} (room for special tokens), got {max_len!r}")
             ids = ids[: max_len - room]
         return head + ids + tail
 
@@ -183,8 +182,7 @@ class Tokenizer:
         if not isinstance(d, dict) or d.get("type") not in kinds:
             raise ValueError(f"unknown tokenizer type {d.get('type') if isinstance(d, dict) else d!r}: "
                              f"expected one of {sorted(kinds)}")
-        config = {k: v for k, v in d.items() if k not in ("type", "tokens")}
-        return kinds[d["type"]](d["tokens"], **config)
+        return kinds[d["type"]](d["tokens"], **{k: v for k, v in d.items() if k not in ("type", "tokens")})
 
     def save(self, path: str | os.PathLike) -> None:
         with open(path, "w", encoding="utf-8") as f:

@@ -7,9 +7,8 @@
    entry matching the rest, and so on; a rest that matches nothing, or a word over 100 characters, makes the
    whole word ``[UNK]``. ``unaffable`` -> ``una ##ffa ##ble`` with MiniLM's vocabulary.
 
-``[CLS] … [SEP]`` go around the sequence; a batch is right-padded with ``[PAD]`` (id 0). The normalisation follows
-the Rust ``tokenizers`` library (accents stripped *before* lowercasing, one character at a time), checked
-against it by ``tests/test_pretrained.py``.
+The normalisation follows the Rust ``tokenizers`` library (accents stripped *before* lowercasing, one character
+at a time); ``tests/test_pretrained.py`` checks the ids against it.
 """
 
 from __future__ import annotations
@@ -66,8 +65,7 @@ def normalize(text: str, lowercase: bool = True, accents: bool | None = None, cj
                    for ch in text if ch not in "\x00\ufffd" and not is_control(ch))
     if lowercase if accents is None else accents:
         text = strip_accents(text)
-    if lowercase:
-        # Character by character: str.lower() would turn a word-final Σ into ς, the tokenizers library does not.
+    if lowercase:  # one character at a time: str.lower() turns a word-final Σ into ς, the tokenizers library not
         text = "".join(ch.lower() for ch in text)
     return text
 

@@ -162,15 +162,13 @@ class SentenceEncoder(nn.Module):
         limit = max_len or self.max_len
         lengths = [min(len(self.tokenizer.tokenize(t)) + 2, limit) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])          # longest first
-        batches, current = [], []
+        batches: list[list[int]] = []
         for i in order:
-            if current and (len(current) == batch_size or (len(current) + 1) * lengths[current[0]] > max_tokens
-                            or 2 * lengths[i] < lengths[current[0]]):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
+            b = batches[-1] if batches else []
+            if not b or len(b) == batch_size or (len(b) + 1) * lengths[b[0]] > max_tokens \
+                    or 2 * lengths[i] < lengths[b[0]]:
+                batches.append([])
+            batches[-1].append(i)
         with evaluating(self):
             out = torch.empty(len(texts), self.bert.config.hidden_size, device=self.device)
             for idx in batches:
