@@ -125,9 +125,8 @@ def parse_chnsenticorp(path: Path) -> tuple[list[tuple[str, int]], int]:
             if len(row) != 2 or row[0].strip() not in ("0", "1"):
                 raise ValueError(f"{path}, line {reader.line_num}: expected 'label,review' with label 0 or 1,"
                                  f" got {row[:3]!r}")
-            review = row[1].strip()
-            if review:
-                rows.append((review, int(row[0])))
+            if row[1].strip():
+                rows.append((row[1].strip(), int(row[0])))
             else:
                 dropped += 1  # an empty review carries no signal; the real file has one
     return rows, dropped
@@ -196,12 +195,10 @@ def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, f
               download: bool = True, progress: bool = True) -> Examples:
     """SST-2 ``split`` (``train`` 67,349 / ``dev`` 872 / ``test`` 1,821) as ``(sentence, label)`` pairs.
 
-    Reads ``sst2/<split>.tsv`` from the data folder; for train and dev it otherwise reads GLUE's
-    ``SST-2.zip`` (downloaded if allowed). The labelled test split only comes from a data folder.
-    """
+    Reads ``sst2/<split>.tsv`` from the data folder, else (train, dev) GLUE's ``SST-2.zip``, downloaded if allowed;
+    the labelled test split only comes from a data folder."""
     if split not in SST2_SPLITS:
-        raise ValueError(f"split must be one of {SST2_SPLITS}, got {split!r} (SST-2's validation split is "
-                         "'dev')")
+        raise ValueError(f"split must be one of {SST2_SPLITS}, got {split!r} (SST-2's validation split is 'dev')")
     try:
         path, kind = _fetch_with_kind(f"sst2-{split}", data_dir, download, progress)  # never downloads
         with open(path, encoding="utf-8", newline="") as f:
@@ -213,8 +210,7 @@ def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, f
             path, kind = _fetch_with_kind("sst2-glue", data_dir, download, progress)
             member = f"SST-2/{split}.tsv"
             with zipfile.ZipFile(path) as zf:
-                text = zf.read(member).decode("utf-8")
-            rows = parse_label_tsv(text, f"{path}:{member}")
+                rows = parse_label_tsv(zf.read(member).decode("utf-8"), f"{path}:{member}")
             return Examples(rows, "SST-2", split, DataSource(kind, str(path), f"member {member}"))
         except DataUnavailable as exc:
             labelled = _resolve_dir(data_dir) / get_resource(f"sst2-{split}").path
@@ -241,10 +237,9 @@ def load_imdb(split: str = "train", data_dir: str | os.PathLike | None = None, f
               download: bool = True, progress: bool = True, variant: str = "auto") -> Examples:
     """IMDB reviews as ``(review, label)`` pairs with ``<br />`` tags removed; ``split`` is train/test/all.
 
-    ``variant="subset"``: the 2,500-row ``imdb_subset/IMDB Dataset.csv`` from a data folder (no public URL),
-    split in file order into its first 2,000 rows (train) and last 500 (test).
-    ``variant="full"``: ``aclImdb_v1.tar.gz`` (84 MB, downloaded and extracted once), 25,000 reviews a split.
-    ``variant="auto"``: the subset when the data folder has it, else the full set.
+    ``variant="subset"``: the 2,500-row ``imdb_subset/IMDB Dataset.csv`` from a data folder (no public URL), in
+    file order its first 2,000 rows (train) and last 500 (test); ``"full"``: ``aclImdb_v1.tar.gz`` (84 MB,
+    downloaded and extracted once), 25,000 reviews a split; ``"auto"``: the subset when present, else the full set.
     """
     if split not in ("train", "test", "all"):
         raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")

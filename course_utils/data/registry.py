@@ -60,8 +60,7 @@ REGISTRY: dict[str, Resource] = {r.name: r for r in [
     Resource("sst2-test", "sst2/test.tsv", 193_576, "fcd46f967b7b8efd8b5398481dadf873886298d092195167af907fd532e81e1c",
              "SST-2 test with labels: 1,821 sentences, 'label<TAB>content'",
              f"{_SST}; GLUE's public test split has no labels",
-             how_to_get="GLUE's SST-2.zip has this split without labels, so a labelled copy only comes from a "
-             "data folder (e.g. the course's shared data)."),
+             how_to_get="GLUE's SST-2.zip has this split without labels: a labelled copy is only in a data folder."),
     Resource("sst2-glue", "sst2/SST-2.zip", 7_439_277,
              "d67e16fb55739c1b32cdce9877596db1c127dc322d93c082281f64057c16deaa",
              "GLUE SST-2.zip: SST-2/train.tsv and SST-2/dev.tsv ('sentence<TAB>label'), SST-2/test.tsv (no labels)",
@@ -85,16 +84,13 @@ REGISTRY: dict[str, Resource] = {r.name: r for r in [
              "27eb2025b12430a31ade5f433f204a2ccfaad0d15e962c5f832848e6fd4c46da",
              "First 2,500 rows of the 50k-review 'IMDB Dataset.csv', 'review,sentiment' with a header row",
              "Reviews from Maas et al. 2011 in the widely shared 50k-row CSV",
-             how_to_get="This subset has no public URL: it only comes from a data folder. Without it, "
-             "load_imdb() falls back to the full aclImdb_v1.tar.gz (resource 'imdb')."),
+             how_to_get="No public URL: only a data folder has it; else load_imdb() reads aclImdb_v1.tar.gz ('imdb')."),
     Resource("tatoeba-cmn", "tatoeba_cmn/cmn.txt", 1_976_573,
              "d8719bfc39a689b8040652557e73a9117dae47691011c8e9a6b3038efe97dc97",
              "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (much of the Chinese traditional)",
              "Tatoeba (tatoeba.org, CC BY 2.0 FR) as packaged in cmn-eng.zip by manythings.org/anki",
-             how_to_get="Upstream grows: the current https://www.manythings.org/anki/cmn-eng.zip holds a newer "
-             "cmn.txt with a third (attribution) column, so no public copy has these exact bytes. "
-             "load_tatoeba_cmn() downloads that zip to tatoeba_cmn/cmn-eng.zip and reads it (or any other "
-             "version of cmn.txt) after checking its format, and says which file it read."),
+             how_to_get="No public copy has these bytes: https://www.manythings.org/anki/cmn-eng.zip grows and adds "
+             "an attribution column; load_tatoeba_cmn() downloads it and reads it (or any cmn.txt) once checked."),
 ]}
 
 
