@@ -66,6 +66,8 @@ def sampling_distribution(
     """``logits (…, V)`` -> the probabilities ``(…, V)`` (float32) that ``sample_next`` draws from."""
     check_float(logits, "logits")
     temperature = _check_temperature(temperature)
+    _check_top_k(top_k)  # bad values are refused even when greedy ignores them
+    _check_top_p(top_p)
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()

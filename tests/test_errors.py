@@ -125,6 +125,11 @@ def test_decoding_hyper_parameters():
         sample_next(torch.zeros(1, 10), temperature=-1.0)
     with pytest.raises(ValueError, match="top_k must be >= 0"):
         sample_next(torch.zeros(1, 10), top_k=-1)
+    # greedy (temperature 0) ignores top_k / top_p, but a bad value is still refused, never passed over
+    with pytest.raises(ValueError, match="top_k must be >= 0"):
+        sample_next(torch.zeros(1, 10), temperature=0, top_k=-1)
+    with pytest.raises(ValueError, match="top_p must be in"):
+        sample_next(torch.zeros(1, 10), temperature=0, top_p=2.0)
     with pytest.raises(ValueError, match="at least one context token"):
         generate(gpt, torch.zeros(1, 0, dtype=torch.long), 3)
     seq2seq = Transformer(10, 10, d_model=8, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=16, max_len=12)
