@@ -26,6 +26,9 @@ from .registry import data_dir as _resolve_dir
 from .registry import get_resource
 
 _HAS_DATA_FILTER = hasattr(tarfile, "data_filter")
+_TAR_TYPES = {tarfile.SYMTYPE: "sym", tarfile.LNKTYPE: "hard", tarfile.DIRTYPE: "dir",
+              **dict.fromkeys(tarfile.REGULAR_TYPES, "file"),
+              **dict.fromkeys((tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE), "device file or FIFO")}
 
 
 def _refuse(kind: str, name: str, why: str) -> ValueError:
@@ -106,13 +109,8 @@ def _check_members(kind: str, members: list[tuple[str, str, str]]) -> None:
 
 def check_tar_members(members: list[tarfile.TarInfo]) -> None:
     """Raise ``ValueError`` for the first unsafe tar member (see :func:`safe_extract`)."""
-    def type_(m: tarfile.TarInfo) -> str:
-        for name, test in (("sym", m.issym), ("hard", m.islnk), ("file", m.isfile), ("dir", m.isdir)):
-            if test():
-                return name
-        return "device file or FIFO" if m.ischr() or m.isblk() or m.isfifo() else f"unsupported member type {m.type!r}"
-
-    _check_members("tar", [(m.name, type_(m), m.linkname) for m in members])
+    _check_members("tar", [(m.name, _TAR_TYPES.get(m.type, f"unsupported member type {m.type!r}"), m.linkname)
+                           for m in members])
 
 
 def check_zip_members(zf: zipfile.ZipFile) -> None:

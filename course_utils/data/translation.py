@@ -1,12 +1,10 @@
 """English–Chinese Tatoeba pairs, a split that never tests on a trained English sentence, and BLEU / chrF with
 sacreBLEU (lesson 10, ``benchmarks/train_translation.py``).
 
-Data: Tatoeba (https://tatoeba.org, CC BY 2.0 FR) in the manythings.org Anki ``cmn-eng.zip``, as
-``english<TAB>chinese`` (the course's ``tatoeba_cmn/cmn.txt``, sha256 in the registry) or
-``english<TAB>chinese<TAB>attribution`` (the current upstream file, which grows). A file whose hash is not the
-course's is still read once every line passed a format check (and a zip its CRCs); ``pairs.source`` says which.
-About 30% of the Chinese is traditional: ``simplified=True`` converts it with OpenCC (``t2s``). Optional
-packages: ``pip install opencc sacrebleu`` (or the ``translation`` extra).
+Data: Tatoeba (https://tatoeba.org, CC BY 2.0 FR) from the manythings.org Anki ``cmn-eng.zip``: the course's
+``english<TAB>chinese`` ``cmn.txt`` (sha256 in the registry) or the growing upstream file with a third, attribution
+column, read once every line passed a format check. About 30% of the Chinese is traditional (OpenCC ``t2s``
+converts it). Optional packages: ``pip install opencc sacrebleu`` (or the ``translation`` extra).
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ ZIP_URLS = ("https://www.manythings.org/anki/cmn-eng.zip",)
 ZIP_PATH = "tatoeba_cmn/cmn-eng.zip"
 SAMPLE = "tatoeba_cmn_sample.tsv"
 CREDIT = "Tatoeba (tatoeba.org, CC BY 2.0 FR) via the manythings.org Anki collection"
-_INSTALL = "pip install opencc sacrebleu   (or: pip install -e '.[translation]')"
 
 
 class Pairs(list):
@@ -45,11 +42,9 @@ class Pairs(list):
 
 # ----------------------------------------------------------------------------------------------- reading
 def parse_pairs(text: str, where: str) -> tuple[list[tuple[str, str]], int]:
-    """Rows of ``english<TAB>chinese[<TAB>attribution]`` -> (pairs, number of columns).
-
-    The first line fixes the layout (2 or 3 columns); every line must follow it with two non-empty texts,
-    and the file must end with a line break (a download cut short usually stops mid-line).
-    """
+    """Rows of ``english<TAB>chinese[<TAB>attribution]`` -> (pairs, number of columns). The first line fixes the
+    layout; every line must follow it with two non-empty texts, and the file must end with a line break (a download
+    cut short usually stops mid-line)."""
     if not text.strip():
         raise ValueError(f"{where} is empty: delete it and load again")
     lines = text.split("\n")
@@ -165,8 +160,8 @@ def _require(module: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ImportError(f"this needs the optional package {module!r}, which is not installed:\n    {_INSTALL}"
-                          ) from None
+        raise ImportError(f"this needs the optional package {module!r}, which is not installed:\n    "
+                          "pip install opencc sacrebleu   (or: pip install -e '.[translation]')") from None
 
 
 def to_simplified(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
