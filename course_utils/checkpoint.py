@@ -38,9 +38,8 @@ class CheckpointError(ValueError):
 
 
 def _unwrap(model: nn.Module) -> nn.Module:
-    # torch.compile wraps the model in an OptimizedModule (keys "_orig_mod.…"), DistributedDataParallel in a
-    # module whose keys start with "module.": saving/loading the inner module keeps checkpoints interchangeable
-    # between compiled, distributed and plain models.
+    # torch.compile's OptimizedModule adds "_orig_mod." to the keys, DistributedDataParallel "module.": the inner
+    # module's keys keep checkpoints interchangeable between compiled, distributed and plain models.
     while hasattr(model, "_orig_mod") or isinstance(model, nn.parallel.DistributedDataParallel):
         model = model._orig_mod if hasattr(model, "_orig_mod") else model.module
     return model
@@ -49,12 +48,10 @@ def _unwrap(model: nn.Module) -> nn.Module:
 # What torch.load(weights_only=True) reads back, leaf by leaf (exact types: a float or str *subclass* such as
 # numpy.float64 or an Enum is pickled by its class and refused on load).
 _PLAIN_LEAVES = (type(None), bool, int, float, complex, str, bytes, bytearray, torch.device, torch.dtype)
-_HINTS = (
-    ((datetime.date, datetime.time, datetime.timedelta),
-     "store value.isoformat() (a str) or value.timestamp() (a float) instead"),
-    (np.ndarray, "store torch.from_numpy(array) or array.tolist() instead"),
-    (os.PathLike, "store str(path) instead"),
-)
+_HINTS = (((datetime.date, datetime.time, datetime.timedelta),
+           "store value.isoformat() (a str) or value.timestamp() (a float) instead"),
+          (np.ndarray, "store torch.from_numpy(array) or array.tolist() instead"),
+          (os.PathLike, "store str(path) instead"))
 
 
 def _plain(value: Any, where: str) -> Any:
@@ -77,10 +74,8 @@ def _plain(value: Any, where: str) -> Any:
         return new
     hint = next((h for types, h in _HINTS if isinstance(value, types)),
                 "store tensors, numbers, strings, lists and dicts only (e.g. .tolist(), str(...))")
-    raise TypeError(
-        f"{where} holds a {type(value).__module__}.{type(value).__qualname__}, which "
-        f"torch.load(weights_only=True) cannot read back, so the checkpoint was not written: {hint}"
-    )
+    raise TypeError(f"{where} holds a {type(value).__module__}.{type(value).__qualname__}, which "
+                    f"torch.load(weights_only=True) cannot read back, so the checkpoint was not written: {hint}")
 
 
 def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
