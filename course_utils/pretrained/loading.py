@@ -1,4 +1,4 @@
-"""Loading a BERT checkpoint into ``course_utils`` (mapping table: ``course_utils.pretrained``), finding MiniLM."""
+"""Loading a BERT checkpoint into ``course_utils`` strictly (names paired by ``key_mapping``); finding MiniLM."""
 
 from __future__ import annotations
 
