@@ -78,9 +78,8 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
             f"{name} of shape {tuple(mask.shape)} is 3-D but the scores are {scores}: its first axis could be "
             f"the batch or the heads. For a (B, T_q, T_k) mask add the head axis: {name}[:, None]"
         )
-    if mask.dim() > len(scores_shape):
-        raise ValueError(f"{name} has {mask.dim()} dimensions but attention scores have {len(scores_shape)} {scores}")
-    if any(m not in (1, s) for m, s in zip(mask.shape, scores_shape[len(scores_shape) - mask.dim():])):
+    target = scores_shape[len(scores_shape) - mask.dim():]  # more mask dimensions than scores would enlarge them
+    if mask.dim() > len(scores_shape) or any(m not in (1, s) for m, s in zip(mask.shape, target)):
         hint = "a padding mask is (B, 1, 1, T_k), a causal mask (T_q, T_k)"
         if four_d and tuple(mask.shape) == (scores_shape[0], scores_shape[3]):
             hint = f"this looks like a (B, T_k) key mask: pass it as key_keep_mask=, or use {name}[:, None, None, :]"
