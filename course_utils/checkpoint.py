@@ -81,13 +81,11 @@ def _plain(value: Any, where: str) -> Any:
 def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     scheduler: Any = None, step: int = 0, history: Any = None,
                     extra: dict[str, Any] | None = None) -> Path:
-    """Atomically write a checkpoint after ``step`` completed updates; returns the path.
+    """Atomically write a checkpoint (with the RNG states) after ``step`` completed updates; return the path.
 
-    ``history``: a ``course_utils.train.History`` (stored via ``.to_dict()``), a plain dict or ``None``.
-    ``extra``: tensors and plain Python values only; numpy scalars are stored as Python numbers, anything the
-    safe loader could not read back (a datetime, a numpy array, an object, also in a model's extra state or a
-    schedule's state) is refused with a ``TypeError``. The RNG states are stored too, so a resumed run draws
-    the same dropout masks and batches. Ctrl+C during the write is held until the file is complete.
+    ``history``: a ``course_utils.train.History``, a plain dict or ``None``. ``extra``: tensors and plain values;
+    numpy scalars are stored as Python numbers, anything the safe loader could not read back (a datetime, a
+    numpy array, an object, also in a model's extra state or a schedule's state) is refused with a ``TypeError``.
     """
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
@@ -172,14 +170,13 @@ def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: A
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     scheduler: Any = None, map_location: Any = None, *, restore_rng: bool = False) -> dict[str, Any]:
-    """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler`` if given); return the whole dict.
+    """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler`` if given); return the whole dict
+    (``"step"``, ``"history"`` as a plain dict, ``"extra"``, the state dicts).
 
-    The CRC-32s are verified, then the file is read with ``torch.load(..., weights_only=True)``;
-    ``map_location=None`` reads tensors onto the CPU first (a GPU checkpoint opens on any machine), then
-    ``load_state_dict`` copies them to wherever the model and optimizer live. ``restore_rng=True`` (what
-    ``fit`` does when resuming) restores the global RNG states too. Resuming needs the same kind of optimizer
-    as the saved run, and a scheduler exactly when it had one (else :class:`CheckpointError`).
-    The returned dict has ``"step"``, ``"history"`` (a plain dict), ``"extra"`` and the state dicts.
+    ``map_location=None`` reads tensors onto the CPU first (a GPU checkpoint opens on any machine).
+    ``restore_rng=True`` (what ``fit`` does when resuming) restores the global RNG states too. Resuming needs
+    the same kind of optimizer as the saved run, and a scheduler exactly when it had one (else
+    :class:`CheckpointError`).
     """
     path = Path(path)
     if path.is_dir():

@@ -46,8 +46,8 @@ def _resolve_amp(amp: str, device: torch.device) -> str:
 
 def _in_notebook() -> bool:
     """True inside a running Jupyter/IPython kernel (not merely when ipykernel was imported, as by nbval)."""
-    kernel_loaded = "ipykernel" in sys.modules and "IPython" in sys.modules
-    return getattr(sys.modules["IPython"].get_ipython() if kernel_loaded else None, "kernel", None) is not None
+    shell = sys.modules["IPython"].get_ipython() if "ipykernel" in sys.modules and "IPython" in sys.modules else None
+    return getattr(shell, "kernel", None) is not None
 
 
 def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn.Module, Any], Tensor], *,
@@ -62,20 +62,23 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     Update ``step`` (0-based): ``loss = loss_fn(model, get_batch(step))`` (batch moved to ``device``) under
     autocast; backward; clip the gradient norm to ``clip_grad`` (``None``/0: off); optimizer and scheduler
     step. ``optimizer`` defaults to ``AdamW(param_groups(model, weight_decay), lr)``: decay on weight matrices
-    only. ``schedule``: a ``LambdaLR`` multiplier such as ``cosine_schedule(steps, 100)``, or an LR scheduler
-    built on ``optimizer``. ``amp``: ``"auto"`` (bf16 on CUDA when supported, else off), ``"bf16"``, ``"fp16"``
-    (CUDA only, with a GradScaler) or ``"off"``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps
-    (once at the end if 0) in ``model.eval()`` under ``torch.no_grad()``.
+    only (``lr`` and ``weight_decay`` are unused when an optimizer is given). ``schedule``: a ``LambdaLR``
+    multiplier such as ``cosine_schedule(steps, 100)``, or an LR scheduler built on ``optimizer``. ``amp``:
+    ``"auto"`` (bf16 on CUDA when supported, else off), ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler)
+    or ``"off"``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps (once at the end if 0) in
+    ``model.eval()`` under ``torch.no_grad()``.
 
     With ``checkpoint_path`` and ``resume=True`` an existing checkpoint is loaded (model, optimizer, scheduler,
     history, RNG states) and training continues from its step; one is written every ``checkpoint_every``
-    steps and at the end. A ``history`` passed in is appended to. A non-finite loss or gradient norm raises
-    :class:`TrainingDiverged` before the bad update is applied.
+    steps and at the end. A ``history`` passed in is appended to (without a checkpoint, training continues
+    after its last step). A non-finite loss or gradient norm raises :class:`TrainingDiverged` before the bad
+    update is applied.
 
-    Ctrl+C / the Jupyter stop button: a checkpoint being written is finished first and a message says how to
-    resume. Then ``on_interrupt="return"`` (the ``"auto"`` default in a Jupyter kernel) returns the history
-    with ``history.interrupted = True``; ``"raise"`` (the ``"auto"`` default in a script, so that a script or
-    a torchrun job really stops) re-raises the ``KeyboardInterrupt`` with the history as ``err.history``.
+    Ctrl+C / the Jupyter stop button never leaves a half checkpoint: one being written is finished first, and a
+    message says how to resume. Then ``on_interrupt="return"`` (the ``"auto"`` default in a Jupyter kernel)
+    returns the history with ``history.interrupted = True``; ``"raise"`` (the ``"auto"`` default in a script,
+    so that a script or a torchrun job really stops) re-raises the ``KeyboardInterrupt`` with the history as
+    ``err.history``.
     """
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
