@@ -57,7 +57,7 @@ class AttentionOutput(torch.Tensor):
 class MultiHeadAttention(nn.Module):
     """h heads of scaled dot-product attention with the paper's projections (lesson 04).
 
-    ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h blocks of d_k rows), so that
+    ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h blocks of d_k columns), so that
     self-attention needs one matrix multiply; the layout equals ``nn.MultiheadAttention.in_proj_weight``.
     ``out_proj`` is W^O. d_k = d_model / h, so the total cost matches one full-width head.
     """
