@@ -1,15 +1,9 @@
 """Safe, atomic, resumable checkpoints (lesson 09; used by ``course_utils.train.fit``).
 
-A checkpoint is one ``torch.save`` file of tensors and plain Python values, always read back with
-``torch.load(path, weights_only=True)`` (unpickling arbitrary objects can run arbitrary code)::
-
-    {"format": "course_utils.checkpoint/1", "step": int, "model": state_dict,
-     "optimizer": state_dict | None, "optimizer_type": str | None, "scheduler": state_dict | None,
-     "scheduler_type": str | None, "history": dict | None, "rng": {...}, "extra": dict,
-     "torch_version": str}
-
-Writes are atomic and verified and hold Ctrl+C until the file is complete; reading checks every zip CRC-32
-first; temp files of a killed save are removed by the next save or load (see ``course_utils.safe_files``).
+One ``torch.save`` dict of tensors and plain values (``format``, ``step``, ``model``, ``optimizer`` / ``scheduler``
+state dicts and ``*_type`` names, ``history``, ``rng``, ``extra``, ``torch_version``), read back only with
+``torch.load(path, weights_only=True)``. Writes are atomic, verified and hold Ctrl+C until the file is complete;
+reads check every zip CRC-32 first; temp files of a killed save are removed by the next save or load.
 """
 
 from __future__ import annotations
@@ -55,8 +49,7 @@ _HINTS = (((datetime.date, datetime.time, datetime.timedelta),
 
 
 def _plain(value: Any, where: str) -> Any:
-    """``value`` made safe for ``weights_only=True``: numpy scalars become Python numbers; anything else
-    that the safe loader would refuse raises a ``TypeError`` naming where it is, at save time."""
+    """``value`` with numpy scalars as Python numbers; what ``weights_only=True`` refuses raises ``TypeError``."""
     if type(value) in _PLAIN_LEAVES or isinstance(value, torch.Tensor) or type(value) is torch.Size:
         return value
     if isinstance(value, np.generic) and value.dtype.kind in "biufc":  # np.float32(0.1), np.int64(3)...
@@ -94,13 +87,12 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"checkpoint path {path} is a directory: pass a file name like {path / 'last.pt'}")
-    history_dict = history.to_dict() if hasattr(history, "to_dict") else history
+    history = history.to_dict() if hasattr(history, "to_dict") else history
     payload = {"format": FORMAT, "step": step, "model": _plain(_unwrap(model).state_dict(), "the model's state_dict")}
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
         payload[name] = None if obj is None else _plain(obj.state_dict(), f"the {name}'s state_dict")
         payload[f"{name}_type"] = None if obj is None else type(obj).__name__
-    payload.update(history=_plain(history_dict, "history"), rng=get_rng_state(),
-                   extra=_plain(dict(extra or {}), "extra"),
+    payload.update(history=_plain(history, "history"), rng=get_rng_state(), extra=_plain(dict(extra or {}), "extra"),
                    torch_version=str(torch.__version__))  # TorchVersion is a class weights_only refuses
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
@@ -110,24 +102,19 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     return path
 
 
-# ------------------------------------------------------------------------------------------------ load
 def _read(path: Path, map_location: Any) -> dict[str, Any]:
     advice = f"delete {path} to start from scratch, or load an earlier checkpoint"
-    problem = crc_problem(path)
-    if problem is not None:
+    if (problem := crc_problem(path)) is not None:
         raise CheckpointError(f"checkpoint {path} {problem}; {advice}")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises UnpicklingError, OSError, EOFError, KeyError... for damaged files
         if isinstance(err, pickle.UnpicklingError) and "unsupported global" in str(err).lower():
-            raise CheckpointError(  # a class/function the safe loader will not import
-                f"{path} contains Python objects that are not tensors or plain values ({torch_reason(err)}), "
-                "so torch.load(weights_only=True) refused it (unpickling them could run arbitrary code); "
-                f"course_utils.save_checkpoint never writes such files. {advice[0].upper()}{advice[1:]}"
-            ) from None
+            raise CheckpointError(f"{path} holds Python objects ({torch_reason(err)}) that torch.load(weights_only="
+                                  f"True) refuses, as unpickling them could run any code; {advice}") from None
         kind = "" if isinstance(err, pickle.UnpicklingError) else f"{type(err).__name__}: "
-        reason = f"{kind}{torch_reason(err)}"
-        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({reason}); {advice}") from None
+        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({kind}{torch_reason(err)}); {advice}"
+                              ) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT or "model" not in ckpt:
         keys = sorted(map(str, ckpt))[:5] if isinstance(ckpt, dict) else type(ckpt).__name__
         raise CheckpointError(f"{path} is not a course_utils checkpoint (found {keys}). For a bare state_dict "
@@ -140,29 +127,23 @@ def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: A
     loads without error in torch, then fails at the first step or silently replaces the learning rate."""
     if optimizer is not None:
         if ckpt.get("optimizer") is None:
-            raise CheckpointError(f"{path} was saved without an optimizer state, so the optimizer passed cannot "
-                                  "resume from it: load only the weights with load_checkpoint(path, model) and "
-                                  "start the optimizer from scratch")
+            raise CheckpointError(f"{path} was saved without an optimizer state: load only the weights with "
+                                  "load_checkpoint(path, model) and start the optimizer from scratch")
         saved_type = ckpt.get("optimizer_type")
         saved_keys = set(ckpt["optimizer"]["param_groups"][0]) if ckpt["optimizer"].get("param_groups") else set()
         now_keys = set(optimizer.param_groups[0]) if optimizer.param_groups else set()
         if (saved_type is not None and saved_type != type(optimizer).__name__) or (
                 saved_type is None and saved_keys and not saved_keys <= now_keys | {"initial_lr"}):
-            raise CheckpointError(
-                f"{path} holds the state of a {saved_type or 'different'} optimizer, but a "
-                f"{type(optimizer).__name__} was passed: resume with the same optimizer (class and parameter "
-                "groups) as the saved run, or load only the weights with load_checkpoint(path, model) and start "
-                "the new optimizer from scratch"
-            )
+            raise CheckpointError(f"{path} holds the state of a {saved_type or 'different'} optimizer, but a "
+                                  f"{type(optimizer).__name__} was passed: resume with the same optimizer (class "
+                                  "and parameter groups), or load only the weights with load_checkpoint(path, model)")
     saved, saved_type = ckpt.get("scheduler"), ckpt.get("scheduler_type")
     if scheduler is not None and saved is None:
-        raise CheckpointError(f"{path} was saved without a learning-rate schedule, but one was passed now: it "
-                              "would restart at step 0 mid-run. Resume with the saved run's setting (fit(..., "
-                              "schedule=None)), or delete the checkpoint to train from scratch with the schedule")
+        raise CheckpointError(f"{path} was saved without a learning-rate schedule, so the one passed would restart "
+                              "at step 0 mid-run: resume with the saved run's setting (fit(..., schedule=None))")
     if scheduler is None and saved is not None and optimizer is not None:
-        raise CheckpointError(f"{path} was saved with a learning-rate schedule ({saved_type or 'a scheduler'}), "
-                              "but none was passed now: the learning rate would stay frozen at its last value. "
-                              "Pass the same schedule, or load only the weights with load_checkpoint(path, model)")
+        raise CheckpointError(f"{path} was saved with a {saved_type or 'learning-rate'} schedule but none was passed, "
+                              "so the learning rate would stay frozen: pass the same schedule")
     if scheduler is not None and saved_type is not None and saved_type != type(scheduler).__name__:
         raise CheckpointError(f"{path} holds the state of a {saved_type}, but a {type(scheduler).__name__} was "
                               "passed: resume with the same kind of schedule as the saved run")
@@ -173,10 +154,9 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler`` if given); return the whole dict
     (``"step"``, ``"history"`` as a plain dict, ``"extra"``, the state dicts).
 
-    ``map_location=None`` reads tensors onto the CPU first (a GPU checkpoint opens on any machine).
-    ``restore_rng=True`` (what ``fit`` does when resuming) restores the global RNG states too. Resuming needs
-    the same kind of optimizer as the saved run, and a scheduler exactly when it had one (else
-    :class:`CheckpointError`).
+    ``map_location=None`` reads tensors onto the CPU (a GPU checkpoint opens anywhere); ``restore_rng=True`` (as
+    ``fit`` resumes) restores the global RNG states. Resuming needs the saved run's kind of optimizer, and a
+    scheduler exactly when it had one (else :class:`CheckpointError`).
     """
     path = Path(path)
     if path.is_dir():
@@ -196,16 +176,14 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     except RuntimeError as err:  # load_state_dict's list of missing/unexpected keys and size mismatches, whole
         lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()] or [str(err)]
         details = "; ".join(lines[:12]) + (f"; ... and {len(lines) - 12} more" if len(lines) > 12 else "")
-        raise CheckpointError(f"checkpoint {path} does not match this model ({details}): build the model with "
-                              "the same hyperparameters as when it was saved, or delete the checkpoint to start "
-                              "over") from None
+        raise CheckpointError(f"checkpoint {path} does not match this model ({details}): build the model with the "
+                              "same hyperparameters as when it was saved, or delete the checkpoint") from None
     if optimizer is not None:
         try:
             optimizer.load_state_dict(ckpt["optimizer"])
         except (ValueError, KeyError) as err:
-            raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({err}): use the "
-                                  "same optimizer and parameter groups as the saved run, or delete the checkpoint"
-                                  ) from None
+            raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({err}): use the same "
+                                  "optimizer and parameter groups as the saved run") from None
     if scheduler is not None:
         scheduler.load_state_dict(ckpt["scheduler"])
     if restore_rng:

@@ -9,7 +9,6 @@ import pickle
 import re
 import signal
 import tempfile
-import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -22,33 +21,25 @@ __all__ = ["defer_interrupts", "write_atomic", "remove_stale_temps", "fsync_dire
            "torch_reason", "was_interrupted"]
 
 
-# ---------------------------------------------------------------------------------------- Ctrl+C handling
-_deferring = threading.local()
-
-
 @contextlib.contextmanager
 def defer_interrupts() -> Iterator[None]:
     """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it.
 
     torch's zip writer turns a ``KeyboardInterrupt`` inside it into ``RuntimeError: [enforce fail at
     inline_container.cc]``, and a half-written file is useless: the write finishes, *then* the interrupt is
-    raised. Nested uses share the outer one; outside the main thread (no signals there) it does nothing.
+    raised. A nested use hands a held interrupt to the outer one; outside the main thread it does nothing.
     """
-    if getattr(_deferring, "active", False) or threading.current_thread() is not threading.main_thread():
-        yield
-        return
     received: list[int] = []
     try:
         previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    except (ValueError, OSError):  # e.g. a sub-interpreter: no signal handling possible
-        yield
-        return
-    _deferring.active = True
+        installed = True
+    except (ValueError, OSError):  # not the main thread of the main interpreter: no signal can arrive here
+        installed = False
     try:
         yield
     finally:
-        _deferring.active = False
-        signal.signal(signal.SIGINT, previous)
+        if installed:
+            signal.signal(signal.SIGINT, previous)
     if received:  # the block completed: deliver the held interrupt the way it would have been
         if callable(previous):
             previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
@@ -67,17 +58,6 @@ def was_interrupted(err: BaseException) -> bool:
     return False
 
 
-# ------------------------------------------------------------------------------------------ temp files
-def _pid_alive(pid: int) -> bool:
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except OSError as err:  # EPERM: it exists, it belongs to someone else
-        return not isinstance(err, ProcessLookupError)
-    return True
-
-
 def remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
     """Delete temp files of ``path`` that a killed save left behind (a SIGKILL skips every cleanup): those
     whose writer is gone or, when that cannot be told (no pid in the name, Windows), older than ``older_than_s``.
@@ -89,28 +69,30 @@ def remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
     except OSError:
         return
     for entry, match in matches:
-        pid = int(match.group(1)) if match.group(1) else None
-        with contextlib.suppress(OSError):  # vanished meanwhile, or not ours to delete: harmless
-            old = time.time() - entry.lstat().st_mtime > older_than_s
-            if pid != os.getpid() and (old or (pid is not None and not _pid_alive(pid))):
+        pid = int(match.group(1) or 0)
+        with contextlib.suppress(OSError):  # vanished meanwhile, not ours to delete, or its writer lives (EPERM)
+            if pid == os.getpid():
+                continue
+            if time.time() - entry.lstat().st_mtime > older_than_s:
                 entry.unlink()
+            elif pid and os.name == "posix":  # os.kill(pid, 0) would terminate the process on Windows
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:  # the writer is gone
+                    entry.unlink()
 
 
 def _umask() -> int:
-    # Linux: read it without changing it (os.umask is process-wide, racy with threads)
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
+    with contextlib.suppress(OSError, TypeError):  # Linux: read it without changing it (os.umask is process-wide)
+        return int(re.search(r"^Umask:\s*([0-7]+)", Path("/proc/self/status").read_text(), re.M)[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
 
 def write_atomic(path: Path, payload: dict[str, Any]) -> None:
-    # The temporary file lives in the same directory so os.replace is a rename within one file system,
-    # which is atomic: readers see either the old checkpoint or the new one, never a partial file. Its name
-    # holds our pid, so that a later save can tell a temp file of a killed process from one being written.
+    # A temp file in the same directory: os.replace is then an atomic rename (readers see the old file or the new
+    # one, never a partial one). Its name holds our pid, so a later save can tell a killed writer's temp file.
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -121,9 +103,8 @@ def write_atomic(path: Path, payload: dict[str, Any]) -> None:
         try:  # read it back (memory-mapped: only the pickle is parsed)
             torch.load(tmp_name, map_location="cpu", weights_only=True, mmap=True)
         except pickle.UnpicklingError as err:
-            raise TypeError(f"the checkpoint holds something torch.load(weights_only=True) cannot read back "
-                            f"({torch_reason(err)}), so it was not written: store tensors, numbers, strings, "
-                            "lists and dicts only") from None
+            raise TypeError("checkpoint not written: it holds what torch.load(weights_only=True) cannot read back "
+                            f"({torch_reason(err)}); store tensors, numbers, strings, lists and dicts only") from None
         os.replace(tmp_name, path)
     except BaseException as err:  # including KeyboardInterrupt: never leave a stray temp file, never touch `path`
         with contextlib.suppress(FileNotFoundError):
@@ -155,8 +136,7 @@ def torch_reason(err: BaseException) -> str:
 
 
 def crc_problem(path: Path) -> str | None:
-    """What is wrong with the zip CRC-32s of a torch file (torch.load does not check them), or None (also for
-    a file that is not a zip at all: torch.load reports that)."""
+    """What is wrong with the zip CRC-32s of a torch file (torch.load skips them), or None (also for a non-zip)."""
     if not zipfile.is_zipfile(path):
         return None
     try:
