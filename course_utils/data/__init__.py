@@ -1,10 +1,7 @@
-"""The course's data layer: find, download, verify and load the datasets (docs/data.md), e.g.
-``data.load_sst2("dev")``: ``(sentence, label)`` pairs whose ``.describe()`` says how many and from where.
-
-Files live in :func:`data_dir`, checked against their sha256 (:func:`fetch`, :class:`ChecksumMismatch`). Offline
-(``COURSE_OFFLINE=1``, ``download=False``, no network) a missing file raises :class:`DataUnavailable` saying where to
-get it, or the loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`.
-``python -m course_utils.data`` lists the datasets; ``... fetch NAME`` downloads one.
+"""The course's data layer (docs/data.md): find, download, verify (sha256) and load the datasets, e.g.
+``data.load_sst2("dev")``. Offline, a missing file raises :class:`DataUnavailable` saying where to get it, or the
+loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`. ``python -m course_utils.data``
+lists the datasets; ``... fetch NAME`` downloads one.
 """
 
 from .archives import extract_resource, safe_extract

@@ -1,7 +1,6 @@
 """``python -m course_utils.data [list | fetch NAME... | where]``: prepare the data folder from a terminal.
 
-Before going offline (a classroom without Wi-Fi): fetch everything once, then set ``COURSE_OFFLINE=1``.
-"""
+Before going offline (a classroom without Wi-Fi): fetch everything once, then set ``COURSE_OFFLINE=1``."""
 
 from __future__ import annotations
 

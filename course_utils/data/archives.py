@@ -1,8 +1,6 @@
-"""Unpack tar(.gz) and zip archives without letting a hostile archive write outside the target folder.
-
-A member ``../../.bashrc``, ``/etc/passwd`` or a link to ``/`` would make a naive ``extractall`` write anywhere
-(CVE-2007-4559). Every member is checked before anything is written, explicitly so that every supported Python
-behaves the same; ``tarfile``'s "data" filter (3.12, backported to 3.8.17+/3.11.4+) is applied as well when it exists.
+"""Unpack tar(.gz) and zip archives without letting a hostile archive write outside the target folder (a member
+``../../.bashrc``, ``/etc/passwd`` or a link to ``/``: CVE-2007-4559). Every member is checked before anything is
+written, so every Python behaves the same; ``tarfile``'s "data" filter (3.8.17+/3.11.4+) is applied too when it exists.
 """
 
 from __future__ import annotations
@@ -49,15 +47,14 @@ def _is_absolute(path: str) -> bool:
 
 
 def _resolve(kind: str, name: str, path: str, links: dict[str, str]) -> str:
-    """Where ``path`` (relative to the archive root) leads once the archive's own symbolic links are followed, as
-    the operating system will: ``l1 -> .`` then ``l2 -> l1/..`` looks harmless name by name, but ``l2`` is the
-    folder *above* the destination. Raises if the path climbs out."""
+    """Where ``path`` leads once the archive's own links are followed, as the OS will (``l1 -> .`` then
+    ``l2 -> l1/..`` looks harmless name by name, but ``l2`` is the folder above the destination); raises if outside."""
     todo, done, hops = _parts(path), [], 0
     while todo:
         part = todo.pop(0)
         if part == "..":
             if not done:
-                raise _refuse(kind, name, f"{path!r} leads outside the destination through the archive's links")
+                raise _refuse(kind, name, f"{path!r} leads outside the destination")
             done.pop()
             continue
         here = "/".join(done + [part])
@@ -88,16 +85,11 @@ def _check_members(kind: str, members: list[tuple[str, str, str]]) -> None:
             if "/".join(parts[:i]) in links:
                 raise _refuse(kind, name, f"path goes through the link {'/'.join(parts[:i])!r}")
         key = "/".join(parts)
-        if type_ in ("sym", "hard"):  # a symlink's target is relative to its folder, a hard link's to the root
-            if not target or _is_absolute(target):
-                raise _refuse(kind, name, f"link to absolute path {target!r}")
-            base = posixpath.dirname(name) if type_ == "sym" else ""
-            joined = posixpath.normpath(posixpath.join(base, target.replace("\\", "/")))
-            if joined == ".." or joined.startswith(("../", "/")):
-                raise _refuse(kind, name, f"link to {target!r} points outside the destination")
-        if type_ == "sym":  # the lexical check above cannot see where a chain of links ends up
-            _resolve(kind, name, posixpath.join(posixpath.dirname(key), target.replace("\\", "/")), links)
-        elif type_ == "hard":
+        if type_ in ("sym", "hard") and (not target or _is_absolute(target)):
+            raise _refuse(kind, name, f"link to absolute path {target!r}")
+        if type_ == "sym":  # relative to its folder; followed through the archive's other links
+            _resolve(kind, name, posixpath.join(posixpath.dirname(key), target), links)
+        elif type_ == "hard":  # relative to the root; '../x' is never a stored file, so it is refused here too
             if _key(target) in links or _key(target) not in stored:  # os.link would follow a symlink anywhere
                 raise _refuse(kind, name, f"hard link to {target!r}, which is not a regular file stored before it")
             stored.add(key)
@@ -144,11 +136,10 @@ def _merge_into(src: Path, dst: Path) -> None:
 def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: bool = False) -> Path:
     """Extract a ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``/``.tar.xz`` or ``.zip`` archive into ``dest``; return it.
 
-    Absolute paths, ``..`` components, links pointing outside ``dest`` (also through a chain of the archive's own
-    links), hard links to anything but a file stored before them, writes through a link, device files and FIFOs
-    raise ``ValueError`` naming the member. Unpacking goes to a temporary folder inside ``dest``, moved into place
-    once all of it is out: after any error nothing has been written. Other files already in ``dest`` are kept.
-    """
+    Absolute paths, ``..`` components, links leading outside ``dest`` (also through a chain of links), hard links to
+    anything but a file stored before them, writes through a link, device files and FIFOs raise ``ValueError`` naming
+    the member. Unpacking goes to a temporary folder moved into place once all is out: after any error nothing has
+    been written. Other files already in ``dest`` are kept."""
     archive, dest = Path(archive), Path(dest)
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"cannot extract into {dest}: it is a file, not a folder")
@@ -183,10 +174,8 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: 
 
 def extract_resource(name: str, data_dir: str | os.PathLike | None = None, download: bool = True,
                      progress: bool = True) -> Path:
-    """Fetch archive resource ``name`` (see :func:`fetch`) and unpack it once; return the folder it is in.
-
-    A marker holding the archive's sha256 is written last, so an interrupted extraction is redone on the next
-    call; the student's own files in the destination are never deleted (see :func:`safe_extract`)."""
+    """Fetch archive resource ``name`` (see :func:`fetch`) and unpack it once; return the folder it is in. A marker
+    holding the archive's sha256 is written last, so an interrupted extraction is redone on the next call."""
     res = get_resource(name)
     if res.extract_to is None:
         raise ValueError(f"dataset {name!r} is not an archive: use fetch({name!r}) to get its file")

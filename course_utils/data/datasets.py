@@ -1,10 +1,6 @@
-"""Loaders for the course's datasets, returning plain Python lists and strings (no pandas, no hub).
-
-Each loader reads the data folder, downloads when it may, and with ``fallback=True`` returns a tiny bundled sample
-(with a :class:`~course_utils.data.samples.SampleDataWarning`) when the real data cannot be had; a corrupt file's
-:class:`ChecksumMismatch` always propagates. ``result.source`` (a :class:`DataSource`) and ``result.describe()``
-say where the data came from.
-"""
+"""Loaders returning plain lists and strings whose ``.source`` (:class:`DataSource`) and ``.describe()`` say where
+the data came from. With ``fallback=True`` a tiny bundled sample (and a ``SampleDataWarning``) stands in when the real
+data cannot be had; a corrupt file's :class:`ChecksumMismatch` always propagates."""
 
 from __future__ import annotations
 
@@ -72,8 +68,7 @@ class Text(str):
 
 
 def _fetch_with_kind(name: str, data_dir, download: bool, progress: bool, get=fetch) -> tuple[Path, str]:
-    """``get`` (:func:`fetch` or :func:`extract_resource`) plus whether the file was already there (``data_dir``)
-    or fetched now (``downloaded``)."""
+    """``get`` (:func:`fetch` or :func:`extract_resource`) plus ``"data_dir"`` or ``"downloaded"``."""
     existed = (_resolve_dir(data_dir) / get_resource(name).path).is_file()
     return get(name, data_dir, download, progress), "data_dir" if existed else "downloaded"
 
@@ -90,10 +85,8 @@ def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable,
 
 
 def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
-    """Rows of a TSV whose header is ``label<TAB>sentence`` (the course's) or ``sentence<TAB>label`` (GLUE's).
-
-    Split on tabs only (no CSV quoting: SST sentences contain bare ``"``), fields stripped (GLUE leaves a space
-    before each tab)."""
+    """Rows of a TSV whose header is ``label<TAB>sentence`` (the course's) or ``sentence<TAB>label`` (GLUE's). Tabs
+    only, no CSV quoting (SST sentences contain bare ``"``); fields stripped (GLUE leaves a space before each tab)."""
     lines = text.split("\n")
     header = [h.strip().lower() for h in lines[0].rstrip("\r").split("\t")]
     if "label" not in header or len(header) != 2:
@@ -155,9 +148,9 @@ def parse_imdb_csv(path: Path) -> list[tuple[str, int]]:
 
 def read_aclimdb(root: Path, split: str) -> list[tuple[str, int]]:
     """Reviews of ``aclImdb/<split>/{neg,pos}/<id>_<rating>.txt``; negatives first, then by id."""
-    def order(p: Path):
+    def order(p: Path):  # by numeric id, odd names last
         head = p.stem.split("_")[0]
-        return (int(head), p.name) if head.isdigit() else (float("inf"), p.name)
+        return int(head) if head.isdigit() else float("inf"), p.name
 
     rows = []
     for label, folder in enumerate(("neg", "pos")):

@@ -1,10 +1,8 @@
-"""Get a dataset file into the data folder, intact, or explain in plain words how to get it.
+"""Get a dataset file into the data folder, intact (sha256), or explain in plain words how to get it.
 
-``fetch(name)`` checks a present file against its sha256; a missing one is downloaded to a temporary file beside
-it, checked, then moved into place with ``os.replace`` (atomic: never a half file). A good hash is remembered in
-``.<file>.sha256.json`` keyed by size, mtime, ctime (``touch`` cannot set it back), device, inode and a hash of the
-first and last 64 KiB (in memory only where the folder is read-only). An unwritable folder is a
-:class:`DataUnavailable` naming the fix, so the loaders fall back to their sample.
+Downloads go to a temporary file beside the target, checked, then ``os.replace``d (never a half file). A good hash is
+remembered in ``.<file>.sha256.json`` keyed by size, mtime, ctime (``touch`` cannot set it back), device, inode and a
+hash of the first and last 64 KiB (in memory only where the folder is read-only).
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+from contextlib import suppress
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -91,24 +90,21 @@ def _remember(path: Path, digest: str) -> str:
     return digest
 
 
-def _mismatch(res: Resource, path: Path, size: int, digest: str, url: str | None) -> ChecksumMismatch:
-    if url:
-        what = (f"The file downloaded from {url} for {res.name!r} is not the published one (a proxy or captive "
-                "portal page, a cut transfer, a changed upstream file). Nothing was saved: try again later, or "
-                "put a copy got another way at the path below.")
-    else:
-        what = (f"The file {path} for dataset {res.name!r} is corrupt or truncated: its bytes differ from the "
-                "published ones. Fix: delete it and call again with download=True (or re-run the cell), or "
-                "replace it with a good copy.")
-    message = (f"{what}\n  expected: {res.size:,} bytes, sha256 {res.sha256}\n"
-               f"  actual:   {size:,} bytes, sha256 {digest}\n  path:     {path}")
-    return ChecksumMismatch(message, path, (res.size, res.sha256), (size, digest))
+def _expect_published(res: Resource, path: Path, size: int, digest: str, url: str | None = None) -> None:
+    """Raise :class:`ChecksumMismatch` naming the fix unless ``size`` and ``digest`` are ``res``'s."""
+    if size == res.size and digest == res.sha256:
+        return
+    what = (f"The file downloaded from {url} for {res.name!r} is not the published one (a captive portal page, a cut "
+            "transfer, a changed upstream file). Nothing was saved: try again later, or put a copy at the path below."
+            if url else f"The file {path} for dataset {res.name!r} is corrupt or truncated. Fix: delete it and call "
+            "again with download=True (or re-run the cell), or replace it with a good copy.")
+    raise ChecksumMismatch(f"{what}\n  expected: {res.size:,} bytes, sha256 {res.sha256}\n  actual:   {size:,} "
+                           f"bytes, sha256 {digest}\n  path:     {path}", path, (res.size, res.sha256), (size, digest))
 
 
 def verify(res: Resource, path: Path) -> Path:
-    """Return ``path`` if its bytes are ``res``'s, else raise :class:`ChecksumMismatch` naming the fix.
-
-    The hash is reused (memory, then sidecar) while nothing about the file has changed."""
+    """Return ``path`` if its bytes are ``res``'s, else raise :class:`ChecksumMismatch` naming the fix; the hash is
+    reused (memory, then sidecar) while nothing about the file has changed."""
     key = _state(path)
     if key not in _verified:
         try:
@@ -117,16 +113,13 @@ def verify(res: Resource, path: Path) -> Path:
                 _verified[key] = saved["sha256"]
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no sidecar, an unreadable one or one from an older version: hash again
-    size, digest = key[1], _verified.get(key) or _remember(path, sha256_file(path))
-    if size != res.size or digest != res.sha256:
-        raise _mismatch(res, path, size, digest, None)
+    _expect_published(res, path, key[1], _verified.get(key) or _remember(path, sha256_file(path)))
     return path
 
 
 def how_to_get(name: str, data_dir: str | os.PathLike | None = None) -> str:
     """Plain-text instructions for getting dataset ``name`` into the data folder by hand."""
-    res = get_resource(name)
-    root = _resolve_dir(data_dir)
+    res, root = get_resource(name), _resolve_dir(data_dir)
     lines = [f"How to get {res.title}:"]
     if res.urls:
         lines.append(f"  - with internet access: course_utils.data.fetch({name!r}) downloads it "
@@ -180,33 +173,16 @@ def _download(url: str, dest: Path, progress: bool, check, expected_size: int | 
         tmp.unlink(missing_ok=True)  # after a failure: no partial file left behind, even hidden
 
 
-def _download_one(url: str, res: Resource, dest: Path, progress: bool) -> None:
-    """:func:`_download` ``res`` from ``url``, keeping it only if its size and sha256 are the published ones."""
-    def check(tmp: Path) -> None:
-        if res.derive is not None:
-            try:
-                tmp.write_bytes(res.derive(tmp.read_bytes()))
-            except ValueError:  # e.g. not UTF-8 at all: certainly not the published file
-                raise _mismatch(res, dest, tmp.stat().st_size, sha256_file(tmp), url) from None
-        size, digest = tmp.stat().st_size, sha256_file(tmp)
-        if size != res.size or digest != res.sha256:
-            raise _mismatch(res, dest, size, digest, url)
-
-    _download(url, dest, progress, check, None if res.derive else res.size)
-    _remember(dest, res.sha256)  # the next fetch trusts this hash instead of reading the file again
-
-
 def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool = True,
           progress: bool = True) -> Path:
     """Return the local path of dataset file ``name``, downloading it if needed and allowed.
 
     * present -> its sha256 is checked (cached); a mismatch raises :class:`ChecksumMismatch` with the fix;
-    * missing, downloads allowed -> downloaded from the registry's URLs in order, with a progress bar;
-    * missing, ``download=False`` or ``COURSE_OFFLINE=1`` or no network -> :class:`DataUnavailable` whose
-      message says where to get the file and where to put it.
+    * missing, downloads allowed -> downloaded from the registry's URLs in order, kept only if its sha256 is right;
+    * missing, ``download=False``, ``COURSE_OFFLINE=1``, no network or an unwritable folder -> :class:`DataUnavailable`
+      whose message says where to get the file and where to put it.
     """
-    res = get_resource(name)
-    root = _resolve_dir(data_dir)
+    res, root = get_resource(name), _resolve_dir(data_dir)
     path = root / res.path
     if path.is_file():
         return verify(res, path)
@@ -216,13 +192,21 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool =
         raise _unavailable(res, root, "download=False was passed" if not download
                            else "downloads are disabled by COURSE_OFFLINE")
     created = [d for d in (path.parent, *path.parent.parents) if not d.exists()]  # deepest first
+
+    def check(tmp: Path) -> None:  # `url`: the mirror being tried
+        if res.derive is not None:
+            with suppress(ValueError):  # e.g. not UTF-8 at all: left as is, so the hash check refuses it
+                tmp.write_bytes(res.derive(tmp.read_bytes()))
+        _expect_published(res, path, tmp.stat().st_size, sha256_file(tmp), url)
+
     failures: list[str] = []
     mismatch: ChecksumMismatch | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for url in res.urls:  # mirrors are tried in order; the first intact copy wins
             try:
-                _download_one(url, res, path, progress)
+                _download(url, path, progress, check, None if res.derive else res.size)
+                _remember(path, res.sha256)  # the next fetch trusts this hash instead of reading the file again
                 return path
             except _NetworkError as exc:
                 failures.append(f"{url}: {exc}")

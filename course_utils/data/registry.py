@@ -1,7 +1,5 @@
-"""Which datasets the course uses, where they live on disk (:func:`data_dir`), and their size and sha256.
-
-A :class:`Resource` describes one file; its sha256 catches a download cut short or a file edited by hand.
-"""
+"""Which datasets the course uses, where they live on disk (:func:`data_dir`), and their size and sha256 (which
+catches a download cut short or a file edited by hand)."""
 
 from __future__ import annotations
 
@@ -31,8 +29,8 @@ class Resource:
 
 
 def _normalize_chnsenticorp(raw: bytes) -> bytes:
-    """Upstream CSV -> course layout: UTF-8 without BOM, ``\\n`` line ends, no ``label,review`` header row
-    (normalizing BOM and line ends keeps the sha256 stable if a mirror re-saved the file on another system)."""
+    """Upstream CSV -> course layout: UTF-8 without BOM, ``\\n`` line ends (stable sha256 if a mirror re-saved the
+    file on another system), no ``label,review`` header row."""
     text = raw.decode("utf-8-sig").replace("\r\n", "\n")
     first, _, rest = text.partition("\n")
     if first.strip().lower() == "label,review":
@@ -104,11 +102,8 @@ def get_resource(name: str) -> Resource:
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
     """The data folder: ``path``, else ``$COURSE_DATA_DIR``, else ``$XDG_CACHE_HOME/transformers-course``
-    (``~/.cache/transformers-course``); not created here.
-
-    A relative ``COURSE_DATA_DIR`` missing from the current directory is also tried from each parent folder:
-    notebooks run inside ``notebooks/en`` while the variable is usually set from the project root.
-    """
+    (``~/.cache/transformers-course``); not created here. A relative ``COURSE_DATA_DIR`` missing from the current
+    directory is also tried from each parent folder (notebooks run inside ``notebooks/en``)."""
     if path is not None:
         return Path(path).expanduser().absolute()
     env = os.environ.get("COURSE_DATA_DIR", "").strip()

@@ -1,10 +1,7 @@
 """English–Chinese Tatoeba pairs, a split that never tests on a trained English sentence, and BLEU / chrF with
-sacreBLEU (lesson 10, ``benchmarks/train_translation.py``).
-
-Data: Tatoeba (https://tatoeba.org, CC BY 2.0 FR) from the manythings.org Anki ``cmn-eng.zip``: the course's
-``english<TAB>chinese`` ``cmn.txt`` (sha256 in the registry) or the growing upstream file with a third, attribution
-column, read once every line passed a format check. About 30% of the Chinese is traditional (OpenCC ``t2s``
-converts it). Optional packages: ``pip install opencc sacrebleu`` (or the ``translation`` extra).
+sacreBLEU (lesson 10). Data: Tatoeba (CC BY 2.0 FR) from the manythings.org Anki ``cmn-eng.zip``: the course's
+``cmn.txt`` (sha256 in the registry) or the growing upstream file with a third, attribution column, read once every
+line passed a format check. About 30% of the Chinese is traditional (OpenCC ``t2s`` converts it).
 """
 
 from __future__ import annotations
@@ -42,9 +39,8 @@ class Pairs(list):
 
 # ----------------------------------------------------------------------------------------------- reading
 def parse_pairs(text: str, where: str) -> tuple[list[tuple[str, str]], int]:
-    """Rows of ``english<TAB>chinese[<TAB>attribution]`` -> (pairs, number of columns). The first line fixes the
-    layout; every line must follow it with two non-empty texts, and the file must end with a line break (a download
-    cut short usually stops mid-line)."""
+    """Rows of ``english<TAB>chinese[<TAB>attribution]`` -> (pairs, number of columns). Every line must have line 1's
+    layout and two non-empty texts; the file must end with a line break (a cut download usually stops mid-line)."""
     if not text.strip():
         raise ValueError(f"{where} is empty: delete it and load again")
     lines = text.split("\n")
@@ -101,27 +97,6 @@ def _check_zip(tmp: Path) -> None:
     read_pairs(tmp)  # CRCs and format: a damaged transfer is refused before it is kept
 
 
-def _download_zip(root: Path, progress: bool) -> Path:
-    """Download ``cmn-eng.zip`` into ``root/tatoeba_cmn`` via a temporary file, kept only if it reads back."""
-    dest = root / ZIP_PATH
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    failures = []
-    for url in ZIP_URLS:
-        try:
-            _download(url, dest, progress, _check_zip)
-            return dest
-        except (_NetworkError, OSError, ValueError) as exc:
-            failures.append(f"{url}: {exc}")
-    raise DataUnavailable("the download of cmn-eng.zip failed:\n    " + "\n    ".join(failures))
-
-
-def _sample_pairs(reason: Exception) -> Pairs:
-    lines = samples._read(SAMPLE)
-    rows, _ = parse_pairs(lines, samples.sample_location(SAMPLE))
-    samples.warn_sample("Tatoeba cmn-eng", SAMPLE, f"{len(rows)} pairs", reason, stacklevel=4)
-    return Pairs(rows, "Tatoeba cmn-eng (sample)", DataSource("sample", samples.sample_location(SAMPLE), CREDIT))
-
-
 def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: bool = True, fallback: bool = True,
                      download: bool = True, progress: bool = True) -> Pairs:
     """Tatoeba pairs ``(english, chinese)``, the Chinese in simplified characters by default.
@@ -130,23 +105,33 @@ def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: b
     allowed), else (``fallback=True``) returns the bundled sample with a :class:`SampleDataWarning`. A damaged file
     raises ``ValueError`` naming the line, never falls back silently.
     """
-    root = _resolve_dir(data_dir)
-    res = get_resource("tatoeba-cmn")
+    root, res = _resolve_dir(data_dir), get_resource("tatoeba-cmn")
     found = [p for p in (root / res.path, root / ZIP_PATH) if p.is_file()]
-    try:
-        if not found and not downloads_allowed(download):
-            raise DataUnavailable("download=False was passed" if not download
-                                  else "downloads are disabled by COURSE_OFFLINE")
-        path, kind = (found[0], "data_dir") if found else (_download_zip(root, progress), "downloaded")
-    except DataUnavailable as exc:
+    kind, failures = "data_dir", []
+    if not found and downloads_allowed(download):
+        kind, dest = "downloaded", root / ZIP_PATH
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        for url in ZIP_URLS:  # kept only if it reads back (via a temporary file)
+            try:
+                _download(url, dest, progress, _check_zip)
+                found.append(dest)
+                break
+            except (_NetworkError, OSError, ValueError) as exc:
+                failures.append(f"{url}: {exc}")
+    if not found:
+        why = ("the download of cmn-eng.zip failed:\n    " + "\n    ".join(failures) if failures
+               else "download=False was passed" if not download else "downloads are disabled by COURSE_OFFLINE")
         missing = DataUnavailable(
             f"Tatoeba cmn-eng is not in the data folder (neither {root / res.path} nor {root / ZIP_PATH}) and "
-            f"{exc}.\n  Get {ZIP_URLS[0]} (or the course's cmn.txt) into {root / 'tatoeba_cmn'}, or point "
+            f"{why}.\n  Get {ZIP_URLS[0]} (or the course's cmn.txt) into {root / 'tatoeba_cmn'}, or point "
             "COURSE_DATA_DIR at a folder that has it (docs/data.md).")
         if not fallback:
-            raise missing from None
-        pairs = _sample_pairs(missing)
+            raise missing
+        rows, _ = parse_pairs(samples._read(SAMPLE), samples.sample_location(SAMPLE))
+        samples.warn_sample("Tatoeba cmn-eng", SAMPLE, f"{len(rows)} pairs", missing)
+        pairs = Pairs(rows, "Tatoeba cmn-eng (sample)", DataSource("sample", samples.sample_location(SAMPLE), CREDIT))
     else:
+        path = found[0]
         rows, what = read_pairs(path)
         digest = sha256_file(path)
         same = path.stat().st_size == res.size and digest == res.sha256
