@@ -1,13 +1,10 @@
-"""Character- and word-level tokenizers (text -> ids -> text) and the tokenizer protocol WordPiece shares.
-
-Both tokenizers start their vocabulary with five special tokens: ``<pad>`` 0 (fills a batch up; 0 so that
-``torch.zeros`` is all padding and ``padding_mask(ids, pad_id=0)`` needs no argument), ``<unk>`` 1 (any token not
-in the vocabulary), ``<bos>`` 2 / ``<eos>`` 3 (begin / end of sequence) and ``<mask>`` 4 (what a masked LM guesses).
-"""
+"""Character- and word-level tokenizers (lessons 9-12) and the tokenizer protocol WordPiece shares. Vocabularies
+start with ``<pad>`` 0 (so ``torch.zeros`` is all padding), ``<unk>`` 1, ``<bos>`` 2, ``<eos>`` 3, ``<mask>`` 4."""
 
 from __future__ import annotations
 
 import json
+import numbers
 import operator
 import os
 import re
@@ -56,18 +53,13 @@ def read_json_file(path: str | os.PathLike, what: str = "JSON file"):
 
 
 class Tokenizer:
-    """The one protocol of the course's tokenizers (character, word and WordPiece), and its shared machinery.
-
-    * vocabulary: ``vocab_size``, ``itos`` / ``stoi``, ``token_to_id`` / ``id_to_token``, ``tokens_to_ids`` /
-      ``ids_to_tokens``; ``pad_id``, ``unk_id``, ``mask_id``, ``special_ids`` (all of them), plus ``bos_id`` /
-      ``eos_id`` here and ``cls_id`` / ``sep_id`` in WordPiece;
-    * ``encode(text, *, max_len=None, <flags>) -> ids``: the flags add special tokens (``add_bos`` / ``add_eos``
-      here, ``add_special_tokens`` for WordPiece's [CLS] … [SEP]); at most ``max_len`` ids, special tokens included;
-    * ``decode(ids, *, skip_special=True) -> text``; ``encode_batch(texts, *, max_len=None, pad_to=None, <flags>)
-      -> (B, T)`` right-padded with ``pad_id``; ``encode_batch_with_mask`` adds the keep-mask (True = real token).
-
-    Subclasses define :meth:`tokenize` (text -> tokens), ``_join`` (tokens -> text) and ``_wrap`` (special ids).
-    """
+    """The one protocol of the course's tokenizers (character, word and WordPiece): ``vocab_size``, ``itos`` /
+    ``stoi``, ``token_to_id`` / ``id_to_token``, ``tokens_to_ids`` / ``ids_to_tokens``, ``pad_id``, ``unk_id``,
+    ``mask_id``, ``special_ids`` (+ ``bos_id`` / ``eos_id`` here, ``cls_id`` / ``sep_id`` in WordPiece);
+    ``encode(text, *, max_len=None, <flags>) -> ids`` (flags: ``add_bos`` / ``add_eos`` here, ``add_special_tokens``
+    in WordPiece; ``max_len`` counts the special tokens), ``decode(ids, *, skip_special=True) -> text``,
+    ``encode_batch(texts, *, max_len=None, pad_to=None, <flags>) -> (B, T)`` right-padded with ``pad_id``.
+    Subclasses define :meth:`tokenize` (text -> tokens), ``_join`` (tokens -> text) and ``_wrap`` (special ids)."""
 
     pad_id, unk_id, bos_id, eos_id, mask_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID
     special_ids = frozenset(range(len(SPECIAL_TOKENS)))
@@ -135,12 +127,9 @@ class Tokenizer:
                              "decode each row, e.g. [tok.decode(row) for row in batch]")
         checked = []
         for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:  # a str gives characters: refused
-            try:  # operator.index accepts int, numpy integers and 0-d integer tensors; not floats
-                j = None if isinstance(i, bool) else operator.index(i)
-            except TypeError:
-                j = None
-            if j is None:
+            if isinstance(i, bool) or not isinstance(i, (numbers.Integral, torch.Tensor)):  # numpy ints pass
                 raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})")
+            j = operator.index(i)  # a 0-d tensor: torch refuses a float one
             if not 0 <= j < self.vocab_size:
                 raise ValueError(f"token id {j} is outside the vocabulary (vocab_size={self.vocab_size}, ids in "
                                  f"[0, {self.vocab_size - 1}]): decode with the tokenizer that made the ids")

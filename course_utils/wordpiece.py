@@ -1,15 +1,7 @@
-"""BERT's WordPiece tokenizer, written from scratch (lesson 13); ids must match the model's ``vocab.txt``.
-
-1. **basic tokenization**: drop NUL, U+FFFD and control characters, whitespace -> space, spaces around CJK
-   ideographs; (uncased models) strip accents (NFD, drop the combining marks) and lowercase; split on whitespace
-   and make every punctuation character a word of its own.
-2. **WordPiece** per word, greedy longest-match-first: the longest vocabulary prefix, then the longest ``##…``
-   entry matching the rest, and so on; a rest that matches nothing, or a word over 100 characters, makes the
-   whole word ``[UNK]``. ``unaffable`` -> ``una ##ffa ##ble`` with MiniLM's vocabulary.
-
-The normalisation follows the Rust ``tokenizers`` library (accents stripped *before* lowercasing, one character
-at a time); ``tests/test_pretrained.py`` checks the ids against it.
-"""
+"""BERT's WordPiece tokenizer from scratch (lesson 13): 1. basic tokenization (clean, isolate CJK ideographs,
+strip accents and lowercase, split on whitespace and punctuation), 2. greedy longest-match-first WordPiece per word
+(``unaffable`` -> ``una ##ffa ##ble``; no match, or over 100 characters -> ``[UNK]``). The normalisation follows the
+Rust ``tokenizers`` library; ``tests/test_pretrained.py`` checks the ids against it."""
 
 from __future__ import annotations
 
@@ -25,7 +17,6 @@ from .tokenizers import Tokenizer, read_json_file
 CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 # Written in the text, a special token is that token (case-sensitive), as in transformers: "the [MASK] of France".
-# The capture group makes re.split return plain text, special token, plain text, ...
 _SPECIAL_RE = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
 # The CJK ideograph blocks BERT treats as one-character words (not kana or hangul: WordPiece handles those).
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
@@ -49,9 +40,7 @@ def is_control(ch: str) -> bool:
 
 def is_punctuation(ch: str) -> bool:
     """ASCII symbols such as ``$ + < = > ^ ` | ~`` count as punctuation too, as in BERT, besides category P*."""
-    cp = ord(ch)
-    ascii_symbol = 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
-    return ascii_symbol or unicodedata.category(ch).startswith("P")
+    return (33 <= ord(ch) <= 126 and not ch.isalnum()) or unicodedata.category(ch).startswith("P")
 
 
 def strip_accents(text: str) -> str:
@@ -72,25 +61,19 @@ def normalize(text: str, lowercase: bool = True, accents: bool | None = None, cj
 
 def split_punctuation(word: str) -> list[str]:
     """``"don't!"`` → ``["don", "'", "t", "!"]``: every punctuation character is a word of its own."""
-    pieces: list[str] = []
-    for punct, run in groupby(word, is_punctuation):
-        text = "".join(run)
-        pieces += list(text) if punct else [text]
-    return pieces
+    return [piece for punct, run in groupby(word, is_punctuation) for piece in (run if punct else ["".join(run)])]
 
 
 def load_vocab(path: str | os.PathLike) -> list[str]:
     """The tokens of ``vocab.txt``, in id order (line n holds the token with id n)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            tokens = [line.rstrip("\r\n") for line in f]
+        with open(path, encoding="utf-8") as f:  # universal newlines: \r\n and \r read as \n
+            text = f.read().rstrip("\n")  # final newlines are not empty tokens
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: this vocab.txt is not UTF-8 text ({err.reason} at byte {err.start})") from None
-    while tokens and tokens[-1] == "":          # a final newline is not an empty token
-        tokens.pop()
-    if not tokens:
+    if not text:
         raise ValueError(f"{path} is empty: a WordPiece vocab.txt has one token per line")
-    return tokens
+    return text.split("\n")
 
 
 class WordPieceTokenizer(Tokenizer):
@@ -139,15 +122,13 @@ class WordPieceTokenizer(Tokenizer):
         vocab_path, config_path = folder / "vocab.txt", folder / "tokenizer_config.json"
         if not vocab_path.is_file():
             raise FileNotFoundError(f"no vocab.txt in {folder}: a WordPiece model folder needs one")
-        options = {}
-        if config_path.is_file():
-            cfg = read_json_file(config_path, "tokenizer configuration")
-            if cfg.get("do_basic_tokenize", True) is False:
-                raise ValueError(f"{config_path}: do_basic_tokenize=false is not supported")
-            options = {"lowercase": bool(cfg.get("do_lower_case", True)), "strip_accents": cfg.get("strip_accents"),
-                       "tokenize_chinese_chars": bool(cfg.get("tokenize_chinese_chars", True))}
-            if isinstance(cfg.get("model_max_length"), int) and cfg["model_max_length"] < 10 ** 6:  # not "no limit"
-                options["model_max_length"] = cfg["model_max_length"]
+        cfg = read_json_file(config_path, "tokenizer configuration") if config_path.is_file() else {}
+        if cfg.get("do_basic_tokenize", True) is False:
+            raise ValueError(f"{config_path}: do_basic_tokenize=false is not supported")
+        options = {"lowercase": bool(cfg.get("do_lower_case", True)), "strip_accents": cfg.get("strip_accents"),
+                   "tokenize_chinese_chars": bool(cfg.get("tokenize_chinese_chars", True))}
+        if isinstance(cfg.get("model_max_length"), int) and cfg["model_max_length"] < 10 ** 6:  # not "no limit"
+            options["model_max_length"] = cfg["model_max_length"]
         return cls.from_file(vocab_path, **options)
 
     def __repr__(self) -> str:

