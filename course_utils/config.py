@@ -1,25 +1,13 @@
-"""The hyperparameters every layer of a model shares, in one checked object (lessons 06, 07, 09–12).
-
-Every model takes them as keywords and hands one ``LayerConfig`` to each of its layers and to its final norm::
-
-    GPT(65, max_len=128, n_layers=4, d_model=128, n_heads=4, dropout=0.1, attn_dropout=0.0, bias=False)
+"""The hyperparameters every layer of a model shares, in one checked object (lessons 06, 07, 09–12): every model
+takes them as keywords, e.g. ``GPT(65, dropout=0.1, attn_dropout=0.0, bias=False)``, and hands one ``LayerConfig`` to
+each of its layers and to its final norm.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from .validation import check_bool, check_int, check_number, check_probability
-
-
-def check_size(value, name: str) -> int:
-    """A positive int: a layer count, a width, a vocabulary size."""
-    return check_int(value, name, 1)
-
-
-def d_ff_or_default(d_ff, d_model: int) -> int:
-    """The FFN width: ``None`` means 4·d_model (the paper's ratio); 0 or less is refused, not silently replaced."""
-    return 4 * d_model if d_ff is None else check_size(d_ff, "d_ff")
+from .validation import check_bool, check_int, check_positive, check_probability
 
 
 def check_pad_id(pad_id, vocab_size: int) -> int:
@@ -31,13 +19,11 @@ def check_pad_id(pad_id, vocab_size: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class LayerConfig:
-    """Shared layer hyperparameters.
-
-    * ``dropout``: residual dropout (and the embedding dropout of models); ``attn_dropout`` on the attention
-      weights and ``ffn_dropout`` between the FFN's two linear maps default to it.
-    * ``activation``: ``"relu"`` (the paper) or ``"gelu"`` (GPT, BERT).
-    * ``norm_first``: pre-norm x + F(LN(x)) (GPT-2) instead of the paper's post-norm LN(x + F(x)).
-    * ``eps``: ε of every norm; ``norm``: ``"layer"`` or ``"rms"``; ``bias``: biases of every linear map and β.
+    """Shared layer hyperparameters: ``dropout`` is the residual dropout (and the models' embedding dropout);
+    ``attn_dropout`` (on the attention weights) and ``ffn_dropout`` (between the FFN's linear maps) default to it.
+    ``activation``: ``"relu"`` (the paper) or ``"gelu"`` (GPT, BERT); ``norm_first``: pre-norm x + F(LN(x)) (GPT-2)
+    instead of the paper's post-norm LN(x + F(x)); ``eps``: ε of every norm; ``norm``: ``"layer"`` or ``"rms"``;
+    ``bias``: the biases of every linear map and β.
     """
 
     dropout: float = 0.1
@@ -60,8 +46,7 @@ class LayerConfig:
             raise ValueError(f"norm must be 'layer' or 'rms', got {self.norm!r}")
         check_bool(self.norm_first, "norm_first")
         check_bool(self.bias, "bias")
-        if check_number(self.eps, "eps") <= 0:
-            raise ValueError(f"eps must be > 0, got {self.eps}")
+        check_positive(self.eps, "eps")
 
     @classmethod
     def merge(cls, given: dict, **defaults) -> LayerConfig:

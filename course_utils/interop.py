@@ -1,7 +1,6 @@
-"""Copy weights between ``course_utils`` modules and PyTorch's ``torch.nn`` Transformer modules, both ways, for the
-parity tests and the lessons' "check against PyTorch" cells: ``load_from_torch(ours, theirs)`` (torch → ours; also
-under per-module names such as ``load_mha_from_torch``) and ``copy_to_torch(ours, theirs)`` (ours → torch). Both
-libraries stack W^Q, W^K, W^V in one (3·d_model, d_model) matrix, so the copy is one-to-one.
+"""Copy weights between ``course_utils`` modules and PyTorch's ``torch.nn`` Transformer modules, both ways:
+``load_from_torch(ours, theirs)`` (torch → ours; per-module names such as ``load_mha_from_torch`` accept one torch
+type only) and ``copy_to_torch(ours, theirs)``. Both stack W^Q, W^K, W^V in one (3·d_model, d_model) matrix.
 """
 
 from __future__ import annotations
@@ -9,6 +8,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .layers import DecoderLayer, EncoderLayer
+from .models import Decoder, Encoder
 from .multihead import MultiHeadAttention
 from .norm import LayerNorm
 
@@ -27,9 +28,7 @@ def _mha_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> Pairs
             (ours.out_proj.bias, theirs.out_proj.bias, "out_proj.bias")]
 
 
-def _norm_pairs(ours: nn.Module, theirs: nn.LayerNorm) -> Pairs:
-    if not isinstance(ours, LayerNorm):
-        raise TypeError(f"nn.LayerNorm can only be copied into course_utils LayerNorm, not {type(ours).__name__}")
+def _norm_pairs(ours: LayerNorm, theirs: nn.LayerNorm) -> Pairs:
     return [(ours.weight, theirs.weight, "norm.weight"), (ours.bias, theirs.bias, "norm.bias")]
 
 
@@ -57,18 +56,24 @@ def _stack_pairs(ours: nn.Module, theirs: nn.TransformerEncoder | nn.Transformer
     return pairs + (_norm_pairs(ours.norm, theirs.norm) if theirs.norm is not None else [])
 
 
+# torch's module type -> (the course_utils type it maps onto, the tensor pairs of the two)
+_MAPPINGS = {nn.MultiheadAttention: (MultiHeadAttention, _mha_pairs), nn.LayerNorm: (LayerNorm, _norm_pairs),
+             nn.TransformerEncoderLayer: (EncoderLayer, _layer_pairs),
+             nn.TransformerDecoderLayer: (DecoderLayer, _layer_pairs),
+             nn.TransformerEncoder: (Encoder, _stack_pairs), nn.TransformerDecoder: (Decoder, _stack_pairs)}
+
+
 def _pairs(ours: nn.Module, theirs: nn.Module) -> Pairs:
-    """The tensor pairs of two modules of the same role, found from torch's module type."""
-    if isinstance(theirs, nn.MultiheadAttention):
-        return _mha_pairs(ours, theirs)
-    if isinstance(theirs, nn.LayerNorm):
-        return _norm_pairs(ours, theirs)
-    if isinstance(theirs, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
-        return _layer_pairs(ours, theirs)
-    if isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)):
-        return _stack_pairs(ours, theirs)
     if isinstance(theirs, nn.Transformer):   # ours: a course_utils Transformer, or any module with both stacks
+        if not (hasattr(ours, "encoder") and hasattr(ours, "decoder")):
+            raise TypeError(f"nn.Transformer maps onto a course_utils Transformer, got {type(ours).__name__}")
         return _pairs(ours.encoder, theirs.encoder) + _pairs(ours.decoder, theirs.decoder)
+    for kind, (our_kind, pairs) in _MAPPINGS.items():
+        if isinstance(theirs, kind):
+            if not isinstance(ours, our_kind):
+                raise TypeError(f"torch's {kind.__name__} maps onto course_utils {our_kind.__name__}, got "
+                                f"{type(ours).__name__}: pass the two modules of the same role")
+            return pairs(ours, theirs)
     raise TypeError(f"no weight mapping for torch's {type(theirs).__name__}: expected nn.MultiheadAttention, "
                     "nn.LayerNorm, nn.TransformerEncoder(Layer), nn.TransformerDecoder(Layer) or nn.Transformer")
 
@@ -100,12 +105,20 @@ def copy_to_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
     return theirs
 
 
-# The per-module names the lessons use: load_from_torch finds the mapping from torch's module type. For
-# nn.Transformer, ``ours`` is a course_utils Transformer or any module with ``encoder`` and ``decoder`` stacks.
-load_mha_from_torch = load_from_torch
-load_norm_from_torch = load_from_torch
-load_encoder_layer_from_torch = load_from_torch
-load_decoder_layer_from_torch = load_from_torch
-load_encoder_from_torch = load_from_torch
-load_decoder_from_torch = load_from_torch
-load_transformer_from_torch = load_from_torch
+def _only(kind: type[nn.Module]):
+    """``load_from_torch`` for torch's ``kind`` only: a torch module of another type is refused."""
+    def load(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+        if not isinstance(theirs, kind):
+            raise TypeError(f"this loader copies torch's nn.{kind.__name__}, got {type(theirs).__name__}: use the "
+                            "load_*_from_torch of that module, or load_from_torch(ours, theirs)")
+        return load_from_torch(ours, theirs)
+    return load
+
+
+load_mha_from_torch = _only(nn.MultiheadAttention)
+load_norm_from_torch = _only(nn.LayerNorm)
+load_encoder_layer_from_torch = _only(nn.TransformerEncoderLayer)
+load_decoder_layer_from_torch = _only(nn.TransformerDecoderLayer)
+load_encoder_from_torch = _only(nn.TransformerEncoder)
+load_decoder_from_torch = _only(nn.TransformerDecoder)
+load_transformer_from_torch = _only(nn.Transformer)

@@ -3,8 +3,6 @@
     FFN(x) = act(x W_1 + b_1) W_2 + b_2           applied to every position separately (d_model -> d_ff -> d_model)
     post-norm (the paper):  x <- LayerNorm(x + Dropout(Sublayer(x)))
     pre-norm (GPT-2 etc.):  x <- x + Dropout(Sublayer(LayerNorm(x)))
-
-A decoder layer's three sublayers (masked self-attention -> cross-attention -> FFN) each read the previous one's output.
 """
 
 from __future__ import annotations
@@ -57,8 +55,7 @@ class Residual(nn.Module):
 
 
 class _Layer(nn.Module):
-    """Shared constructor: ``n_sublayers`` residual wrappers and an FFN; keywords as in ``config.LayerConfig``
-    (``attn_dropout`` and ``ffn_dropout`` default to ``dropout``; ``bias`` reaches every linear map and β)."""
+    """Shared constructor: attention, an FFN and ``n_sublayers`` residual wrappers; keywords as in ``LayerConfig``."""
 
     n_sublayers = 2
 
@@ -66,16 +63,15 @@ class _Layer(nn.Module):
                  attn_dropout: float | None = None, ffn_dropout: float | None = None, activation: str = "relu",
                  norm_first: bool = False, eps: float = 1e-5, norm: str = "layer", bias: bool = True):
         super().__init__()
-        attn_dropout = dropout if attn_dropout is None else attn_dropout
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attn_dropout, bias=bias)
+        attn = dict(dropout=dropout if attn_dropout is None else attn_dropout, bias=bias)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, **attn)
         if self.n_sublayers == 3:
-            self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=attn_dropout, bias=bias)
+            self.cross_attn = MultiHeadAttention(d_model, n_heads, **attn)
         ffn_dropout = dropout if ffn_dropout is None else ffn_dropout
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=ffn_dropout, activation=activation, bias=bias)
         res = dict(dropout=dropout, norm_first=norm_first, eps=eps, norm=norm, bias=bias)
-        self.res1, self.res2 = Residual(d_model, **res), Residual(d_model, **res)
-        if self.n_sublayers == 3:
-            self.res3 = Residual(d_model, **res)
+        for i in range(1, self.n_sublayers + 1):  # res1, res2 (, res3)
+            setattr(self, f"res{i}", Residual(d_model, **res))
 
 
 class EncoderLayer(_Layer):
@@ -98,15 +94,11 @@ class DecoderLayer(_Layer):
                 cache: KVCache | None = None) -> torch.Tensor:
         """y ``(B, T_t, C)`` target states; memory ``(B, T_s, C)`` encoder output; memory_mask is the *source*
         padding mask ``(B, 1, 1, T_s)`` so no query attends to source padding."""
-        check_memory(memory)
+        if memory is None:  # without the encoder's output the layer would silently run self-attention only
+            raise ValueError("a decoder layer needs the encoder's output: pass memory=encoder(src) of shape (B, T_s, "
+                             "d_model); for a decoder-only model (GPT) use an Encoder with is_causal=True instead")
+        check_rank(memory, "memory", (3,), "(B, T_s, d_model)")
         y = self.res1(y, lambda h: self.self_attn(h, mask=self_mask, is_causal=is_causal, cache=cache))
         y = self.res2(y, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cache))
         return self.res3(y, self.ffn)  # (B, T_t, C)
 
-
-def check_memory(memory) -> None:
-    """A decoder without the encoder's output would silently run self-attention only: refuse it."""
-    if memory is None:
-        raise ValueError("a decoder layer needs the encoder's output: pass memory=encoder(src) of shape (B, T_s, "
-                         "d_model); for a decoder-only model (GPT) use an Encoder with is_causal=True instead")
-    check_rank(memory, "memory", (3,), "(B, T_s, d_model)")

@@ -1,9 +1,5 @@
-"""Whole models built from the layers (lessons 07, 09–13).
-
-``Encoder`` / ``Decoder`` stack N layers (+ the final norm pre-norm needs); ``Transformer`` is the paper's
-encoder–decoder, ``EncoderClassifier`` encoder + pooling + head, ``GPT`` a decoder-only LM, ``MaskedLM`` BERT-style.
-Vocabulary sizes are positional, everything else keyword-only with the same names in every model; the shared layer
-hyperparameters (dropout per site, activation, norm_first, eps, norm, bias) are a ``config.LayerConfig``.
+"""Whole models built from the layers (lessons 07, 09–13). Vocabulary sizes are positional, everything else
+keyword-only with the same names in every model; the shared layer hyperparameters are a ``config.LayerConfig``.
 """
 
 from __future__ import annotations
@@ -11,31 +7,32 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import LayerConfig, check_pad_id, check_size, d_ff_or_default
+from .config import LayerConfig, check_pad_id
 from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import padding_mask
 from .norm import make_norm
 from .pooling import check_keep_mask, masked_mean
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
-from .validation import check_bool, check_rank
+from .validation import check_bool, check_int, check_rank
 
 _POSITIONAL = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEmbedding}
 
 
 class _LayerStack(nn.Module):
-    """N identical layers (``layer_class``) plus the final norm that pre-norm needs."""
+    """N identical layers (``layer_class``) plus the final norm that pre-norm needs; ``d_ff=None``: 4·d_model."""
 
     layer_class: type[nn.Module]
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, *, final_norm: bool | None = None,
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int | None, *, final_norm: bool | None = None,
                  config: LayerConfig | None = None, **layer):
         super().__init__()
         if config is not None and layer:
             raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
         cfg = config or LayerConfig.merge(layer)
+        d_ff = 4 * d_model if d_ff is None else check_int(d_ff, "d_ff")  # the paper's ratio; 0 is refused
         self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, **cfg.as_kwargs())
-                                    for _ in range(check_size(n_layers, "n_layers")))
+                                    for _ in range(check_int(n_layers, "n_layers")))
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
         final_norm = cfg.norm_first if final_norm is None else check_bool(final_norm, "final_norm")
         self.norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias) if final_norm else nn.Identity()
@@ -61,7 +58,7 @@ class Decoder(_LayerStack):
     def forward(self, y: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, *, is_causal: bool = True,
                 cache: KVCache | None = None) -> torch.Tensor:
-        for layer in self.layers:  # each layer refuses a missing memory (check_memory)
+        for layer in self.layers:  # each layer refuses a missing memory
             y = layer(y, memory, self_mask, memory_mask, is_causal=is_causal, cache=cache)
         return self.norm(y)
 
@@ -78,15 +75,13 @@ class Transformer(nn.Module):
                  pad_id: int = 0, tie_weights: bool = False, final_norm: bool | None = None, **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer)
-        src_vocab, tgt_vocab = check_size(src_vocab, "src_vocab"), check_size(tgt_vocab, "tgt_vocab")
+        src_vocab, tgt_vocab = check_int(src_vocab, "src_vocab"), check_int(tgt_vocab, "tgt_vocab")
         self.pad_id, self.d_model, self.max_len = check_pad_id(pad_id, min(src_vocab, tgt_vocab)), d_model, max_len
         self.src_embed, self.tgt_embed = TokenEmbedding(src_vocab, d_model), TokenEmbedding(tgt_vocab, d_model)
         self.src_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
         self.tgt_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
-        d_ff = d_ff_or_default(d_ff, d_model)
         shape = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, final_norm=final_norm, config=cfg)
-        self.encoder = Encoder(n_encoder_layers, **shape)
-        self.decoder = Decoder(n_decoder_layers, **shape)
+        self.encoder, self.decoder = Encoder(n_encoder_layers, **shape), Decoder(n_decoder_layers, **shape)
         self.generator = nn.Linear(d_model, tgt_vocab, bias=cfg.bias)  # the output layer: logits
         for emb in (self.src_embed, self.tgt_embed):
             nn.init.normal_(emb.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
@@ -129,14 +124,14 @@ class EncoderClassifier(nn.Module):
         cfg = LayerConfig.merge(layer)
         if pool not in ("mean", "cls"):
             raise ValueError(f"pool must be 'mean' or 'cls' (first token), got {pool!r}")
-        if check_size(n_classes, "n_classes") < 2:
+        if check_int(n_classes, "n_classes") < 2:
             raise ValueError(f"n_classes must be >= 2 (a softmax over one class is always 1), got {n_classes}")
-        self.pad_id, self.pool, self.max_len = check_pad_id(pad_id, check_size(vocab_size, "vocab_size")), pool, max_len
+        self.pad_id, self.pool, self.max_len = check_pad_id(pad_id, check_int(vocab_size, "vocab_size")), pool, max_len
         if positional not in _POSITIONAL:
             raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
         self.embed = TokenEmbedding(vocab_size, d_model)
         self.pos = _POSITIONAL[positional](d_model, max_len=max_len, dropout=cfg.dropout)
-        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
+        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
         self.head = nn.Linear(d_model, n_classes, bias=cfg.bias)
         nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
 
@@ -159,10 +154,10 @@ class GPT(nn.Module):
                  d_ff: int | None = None, tie_weights: bool = True, **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer, norm_first=True, activation="gelu")
-        self.max_len = check_size(max_len, "max_len")
-        self.embed = TokenEmbedding(check_size(vocab_size, "vocab_size"), d_model, scale=False)  # no ×√d (GPT-2)
+        self.max_len = check_int(max_len, "max_len")
+        self.embed = TokenEmbedding(check_int(vocab_size, "vocab_size"), d_model, scale=False)  # no ×√d (GPT-2)
         self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
-        self.blocks = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
+        self.blocks = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         for w in (self.embed.weight, self.pos.embedding.weight):
             nn.init.normal_(w, std=0.02)
@@ -191,11 +186,11 @@ class MaskedLM(nn.Module):
                  d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer, activation="gelu", eps=1e-12)
-        self.pad_id, self.max_len = check_pad_id(pad_id, check_size(vocab_size, "vocab_size")), max_len
+        self.pad_id, self.max_len = check_pad_id(pad_id, check_int(vocab_size, "vocab_size")), max_len
         self.embed = TokenEmbedding(vocab_size, d_model, scale=False)
         self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
         self.embed_norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias)
-        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff_or_default(d_ff, d_model), config=cfg)
+        self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
         self.transform = nn.Sequential(nn.Linear(d_model, d_model, bias=cfg.bias), nn.GELU(),
                                        make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias))
         self.decoder = nn.Linear(d_model, vocab_size, bias=cfg.bias)

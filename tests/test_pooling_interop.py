@@ -86,3 +86,27 @@ def test_a_mismatch_is_refused_before_anything_is_copied():
         interop.copy_to_torch(ours, nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, norm_first=True))
     with pytest.raises(TypeError, match="no weight mapping for torch's Linear"):
         interop.copy_to_torch(ours, nn.Linear(16, 16))
+
+
+def test_a_module_of_the_wrong_kind_is_refused():
+    """Each per-module loader accepts its own torch type only, and the two modules must have the same role: a
+    DecoderLayer loaded from an nn.TransformerEncoderLayer would silently keep its cross-attention untouched."""
+    from course_utils.models import Encoder
+
+    torch_enc = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+    with pytest.raises(TypeError, match="copies torch's nn.MultiheadAttention, got TransformerEncoderLayer"):
+        interop.load_mha_from_torch(EncoderLayer(16, 4, 32), torch_enc)
+    with pytest.raises(TypeError, match="copies torch's nn.TransformerEncoder, got TransformerEncoderLayer"):
+        interop.load_encoder_from_torch(EncoderLayer(16, 4, 32), torch_enc)
+    dec = DecoderLayer(16, 4, 32)
+    before = {k: v.clone() for k, v in dec.state_dict().items()}
+    with pytest.raises(TypeError, match="EncoderLayer maps onto course_utils EncoderLayer, got DecoderLayer"):
+        interop.load_encoder_layer_from_torch(dec, torch_enc)
+    assert all(torch.equal(before[k], v) for k, v in dec.state_dict().items())
+    with pytest.raises(TypeError, match="MultiheadAttention maps onto course_utils MultiHeadAttention, got LayerNorm"):
+        interop.copy_to_torch(nn.LayerNorm(16), nn.MultiheadAttention(16, 4, batch_first=True))
+    torch_stack = nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 4, 32, batch_first=True), 2)
+    with pytest.raises(TypeError, match="maps onto course_utils Decoder, got Encoder"):
+        interop.load_decoder_from_torch(Encoder(2, 16, 4, 32), torch_stack)
+    with pytest.raises(TypeError, match="nn.Transformer maps onto a course_utils Transformer, got Encoder"):
+        interop.load_transformer_from_torch(Encoder(2, 16, 4, 32), nn.Transformer(16, 4, 1, 1, 32, batch_first=True))
