@@ -1,4 +1,4 @@
-"""The hyperparameters every layer of a model shares, in one checked object (lessons 06, 07, 09–12): every model
+"""The hyperparameters every layer of a model shares, in one object (lessons 06, 07, 09–12): every model
 takes them as keywords, e.g. ``GPT(65, dropout=0.1, attn_dropout=0.0, bias=False)``, and hands one ``LayerConfig`` to
 each of its layers and to its final norm.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .validation import check_bool, check_int, check_positive, check_probability
+from .validation import check_int, check_probability
 
 
 def check_pad_id(pad_id, vocab_size: int) -> int:
@@ -36,17 +36,11 @@ class LayerConfig:
     bias: bool = True
 
     def __post_init__(self):
-        check_probability(self.dropout, "dropout")
+        # The layer, norm or embedding that uses a field refuses a bad value with the same message; only these two
+        # are checked here, where their names are still known (the attention and the FFN call theirs "dropout").
         for name in ("attn_dropout", "ffn_dropout"):
             if getattr(self, name) is not None:
                 check_probability(getattr(self, name), name)
-        if self.activation not in ("relu", "gelu"):
-            raise ValueError(f"activation must be one of ['gelu', 'relu'], got {self.activation!r}")
-        if self.norm not in ("layer", "rms"):
-            raise ValueError(f"norm must be 'layer' or 'rms', got {self.norm!r}")
-        check_bool(self.norm_first, "norm_first")
-        check_bool(self.bias, "bias")
-        check_positive(self.eps, "eps")
 
     @classmethod
     def merge(cls, given: dict, **defaults) -> LayerConfig:
