@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import os
 import pickle
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +56,9 @@ def _plain(value: Any, where: str) -> Any:
     if isinstance(value, np.generic) and value.dtype.kind in "biufc":  # np.float32(0.1), np.int64(3)...
         return value.item()
     if type(value) in (list, tuple, set, frozenset):
-        items = [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
-        return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
-    if isinstance(value, dict) and type(value).__module__ in ("builtins", "collections"):
-        out = {_plain(k, where): _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
-        if all(a is b and out[a] is value[b] for a, b in zip(out, value)):
-            return value
-        new = type(value)(out)
+        return type(value)(_plain(item, f"{where}[{i}]") for i, item in enumerate(value))
+    if type(value) in (dict, OrderedDict, Counter):  # the mappings the safe loader rebuilds
+        new = type(value)({_plain(k, where): _plain(v, f"{where}[{k!r}]") for k, v in value.items()})
         if hasattr(value, "_metadata"):  # a state_dict keeps its module versions here
             new._metadata = value._metadata
         return new
@@ -129,11 +126,9 @@ def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: A
         if ckpt.get("optimizer") is None:
             raise CheckpointError(f"{path} was saved without an optimizer state: load only the weights with "
                                   "load_checkpoint(path, model) and start the optimizer from scratch")
-        saved_type = ckpt.get("optimizer_type")
-        saved_keys = set(ckpt["optimizer"]["param_groups"][0]) if ckpt["optimizer"].get("param_groups") else set()
-        now_keys = set(optimizer.param_groups[0]) if optimizer.param_groups else set()
-        if (saved_type is not None and saved_type != type(optimizer).__name__) or (
-                saved_type is None and saved_keys and not saved_keys <= now_keys | {"initial_lr"}):
+        saved_type, groups = ckpt.get("optimizer_type"), ckpt["optimizer"].get("param_groups") or [{}]
+        if (saved_type or type(optimizer).__name__) != type(optimizer).__name__ or (  # no type: an older file
+                saved_type is None and not set(groups[0]) <= set(optimizer.param_groups[0]) | {"initial_lr"}):
             raise CheckpointError(f"{path} holds the state of a {saved_type or 'different'} optimizer, but a "
                                   f"{type(optimizer).__name__} was passed: resume with the same optimizer (class "
                                   "and parameter groups), or load only the weights with load_checkpoint(path, model)")
@@ -162,8 +157,7 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     if path.is_dir():
         raise ValueError(f"{path} is a directory: pass the checkpoint file inside it, e.g. {path / 'last.pt'}")
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}: check the path, or train first with "
-                                "fit(..., checkpoint_path=...)")
+        raise FileNotFoundError(f"no checkpoint at {path}: check the path, or train with fit(checkpoint_path=...)")
     target = _unwrap(model)
     if any(t.is_meta for t in (*target.parameters(), *target.buffers())):
         raise ValueError("the model is on the meta device (shapes without storage), where loading weights does "

@@ -22,8 +22,7 @@ def pick_device(prefer: str | torch.device | None = None) -> torch.device:
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"unknown device {prefer!r}: use 'cpu', 'cuda', 'cuda:0', 'mps' or None") from err
     if not available.get(device.type, True):
-        raise ValueError(f"device {prefer!r} requested but {device.type.upper()} is not available: use "
-                         "pick_device() or 'cpu'")
+        raise ValueError(f"device {prefer!r}: {device.type.upper()} is not available, use pick_device() or 'cpu'")
     return device
 
 

@@ -35,10 +35,8 @@ class History:
         return len(self.step)
 
     def record_step(self, step: int, loss: float, lr: float, elapsed: float) -> None:
-        self.step.append(int(step))
-        self.loss.append(float(loss))
-        self.lr.append(float(lr))
-        self.elapsed.append(float(elapsed))
+        for name, value in zip(_LISTS, (int(step), float(loss), float(lr), float(elapsed))):
+            getattr(self, name).append(value)
 
     def record_eval(self, step: int, metrics: Mapping[str, Any]) -> None:
         for name in metrics:
@@ -52,11 +50,9 @@ class History:
             values.append(float(metrics[name]) if name in metrics else math.nan)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain lists, each metric under its own name (what ``viz.plot_history`` reads; safe for a
-        ``weights_only`` checkpoint or JSON)."""
-        out: dict[str, Any] = {name: list(getattr(self, name)) for name in _LISTS}
-        out.update({name: list(values) for name, values in self.metrics.items()})
-        return {**out, "interrupted": self.interrupted}
+        """Plain lists, each metric under its own name (for ``viz.plot_history``, a checkpoint or JSON)."""
+        return {**{name: list(getattr(self, name)) for name in _LISTS},
+                **{name: list(values) for name, values in self.metrics.items()}, "interrupted": self.interrupted}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> History:

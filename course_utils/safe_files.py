@@ -23,12 +23,9 @@ __all__ = ["defer_interrupts", "write_atomic", "remove_stale_temps", "fsync_dire
 
 @contextlib.contextmanager
 def defer_interrupts() -> Iterator[None]:
-    """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it.
-
-    torch's zip writer turns a ``KeyboardInterrupt`` inside it into ``RuntimeError: [enforce fail at
-    inline_container.cc]``, and a half-written file is useless: the write finishes, *then* the interrupt is
-    raised. A nested use hands a held interrupt to the outer one; outside the main thread it does nothing.
-    """
+    """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it: torch's zip writer
+    turns a ``KeyboardInterrupt`` into ``RuntimeError: [enforce fail at inline_container.cc]`` and a half-written
+    file is useless. A nested use hands a held interrupt to the outer one; outside the main thread it does nothing."""
     received: list[int] = []
     try:
         previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
@@ -59,9 +56,8 @@ def was_interrupted(err: BaseException) -> bool:
 
 
 def remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
-    """Delete temp files of ``path`` that a killed save left behind (a SIGKILL skips every cleanup): those
-    whose writer is gone or, when that cannot be told (no pid in the name, Windows), older than ``older_than_s``.
-    A save running now in another process is never touched."""
+    """Delete temp files of ``path`` left by a killed save (SIGKILL skips every cleanup): those whose writer is gone
+    or, when that cannot be told (no pid in the name, Windows), older than ``older_than_s``; never a running save's."""
     # ".<name>.<pid>.<random>.tmp" (and ".<name>.<random>.tmp" from older versions, without the pid)
     pattern = re.compile(rf"^\.{re.escape(path.name)}\.(?:(\d+)\.)?[^.]+\.tmp$")
     try:

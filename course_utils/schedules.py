@@ -1,10 +1,8 @@
 """Learning-rate schedules as ``LambdaLR`` multipliers (lesson 09; used by ``course_utils.train.fit``).
 
-``LambdaLR(optimizer, f)`` sets ``lr = base_lr * f(s)``, ``s`` the number of ``scheduler.step()`` calls so far
-(0 before the first update); both schedules count the update being made from 1, ``step = s + 1``, as the paper
-does. They are small objects, not closures, so that ``scheduler.state_dict()`` records their parameters (plain
-numbers, safe for ``torch.load(..., weights_only=True)``).
-"""
+``LambdaLR(optimizer, f)`` sets ``lr = base_lr * f(s)`` after ``s`` calls of ``scheduler.step()``; both schedules
+count the update being made from 1 (``step = s + 1``), as the paper does. They are objects, not closures, so that
+``scheduler.state_dict()`` records their parameters (plain numbers, safe for ``weights_only=True``)."""
 
 from __future__ import annotations
 
@@ -18,9 +16,8 @@ __all__ = ["InverseSqrtSchedule", "CosineSchedule", "inverse_sqrt_schedule", "co
 class InverseSqrtSchedule:
     """``lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`` (Vaswani et al. 2017, 5.3).
 
-    Linear warm-up for ``warmup`` steps, then decay with ``1/sqrt(step)``; the peak, at ``step == warmup``,
-    is ``(d_model * warmup)^-0.5``. As a multiplier it reproduces the paper exactly with ``base_lr = 1.0``
-    (the paper's Adam has no other learning rate); another ``base_lr`` scales the whole curve.
+    Linear warm-up for ``warmup`` steps, then ``1/sqrt(step)`` decay, peaking at ``(d_model * warmup)^-0.5``. With
+    ``base_lr = 1.0`` it is the paper's schedule exactly; another ``base_lr`` scales the whole curve.
     """
 
     def __init__(self, d_model: int, warmup: int) -> None:

@@ -1,8 +1,7 @@
 """A small, readable training loop (lessons 09-13 and the benchmarks): ``fit`` is lesson 09's whole recipe.
 
-Reproducibility contract: ``get_batch(step)`` must be a deterministic function of ``step``; with the RNG states
-stored in each checkpoint a resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit
-on CPU).
+``get_batch(step)`` must be a deterministic function of ``step``: with the RNG states stored in each checkpoint, a
+resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit on CPU).
 """
 
 from __future__ import annotations
@@ -34,22 +33,6 @@ __all__ = ["pick_device", "seed_everything", "move_to_device", "History", "Train
            "inverse_sqrt_schedule", "cosine_schedule", "save_checkpoint", "load_checkpoint", "CheckpointError"]
 
 
-def _resolve_amp(amp: str, device: torch.device) -> str:
-    if amp not in ("auto", "bf16", "fp16", "off"):
-        raise ValueError(f"amp={amp!r} is not supported: use 'auto', 'bf16', 'fp16' or 'off'")
-    if amp == "auto":
-        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "off"
-    if amp == "fp16" and device.type != "cuda":
-        raise ValueError(f"amp='fp16' needs a CUDA GPU (device is {device}): use amp='bf16' or amp='off'")
-    return amp
-
-
-def _in_notebook() -> bool:
-    """True inside a running Jupyter/IPython kernel (not merely when ipykernel was imported, as by nbval)."""
-    shell = sys.modules["IPython"].get_ipython() if "ipykernel" in sys.modules and "IPython" in sys.modules else None
-    return getattr(shell, "kernel", None) is not None
-
-
 def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn.Module, Any], Tensor], *,
         steps: int, optimizer: torch.optim.Optimizer | None = None, lr: float = 3e-4,
         weight_decay: float = 0.0, schedule: Any = None, clip_grad: float | None = 1.0, amp: str = "auto",
@@ -59,26 +42,24 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         history: History | None = None, on_interrupt: str = "auto") -> History:
     """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
 
-    Update ``step`` (0-based): ``loss = loss_fn(model, get_batch(step))`` (batch moved to ``device``) under
-    autocast; backward; clip the gradient norm to ``clip_grad`` (``None``/0: off); optimizer and scheduler
-    step. ``optimizer`` defaults to ``AdamW(param_groups(model, weight_decay), lr)``: decay on weight matrices
-    only (``lr`` and ``weight_decay`` are unused when an optimizer is given). ``schedule``: a ``LambdaLR``
-    multiplier such as ``cosine_schedule(steps, 100)``, or an LR scheduler built on ``optimizer``. ``amp``:
-    ``"auto"`` (bf16 on CUDA when supported, else off), ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler)
-    or ``"off"``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps (once at the end if 0) in
-    ``model.eval()`` under ``torch.no_grad()``.
+    Update ``step`` (0-based): ``loss = loss_fn(model, get_batch(step))`` (batch moved to ``device``) under autocast;
+    backward; clip the gradient norm to ``clip_grad`` (``None``/0: off); optimizer and scheduler step. ``optimizer``
+    defaults to ``AdamW(param_groups(model, weight_decay), lr)``: decay on weight matrices only (``lr`` and
+    ``weight_decay`` are unused when an optimizer is given). ``schedule``: a ``LambdaLR`` multiplier such as
+    ``cosine_schedule(steps, 100)``, or an LR scheduler built on ``optimizer``. ``amp``: ``"auto"`` (bf16 on CUDA
+    when supported, else off), ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler) or ``"off"``.
+    ``eval_fn(model) -> dict`` runs every ``eval_every`` steps (once at the end if 0) in ``model.eval()`` under
+    ``torch.no_grad()``.
 
     With ``checkpoint_path`` and ``resume=True`` an existing checkpoint is loaded (model, optimizer, scheduler,
-    history, RNG states) and training continues from its step; one is written every ``checkpoint_every``
-    steps and at the end. A ``history`` passed in is appended to (without a checkpoint, training continues
-    after its last step). A non-finite loss or gradient norm raises :class:`TrainingDiverged` before the bad
-    update is applied.
+    history, RNG states) and training continues from its step; one is written every ``checkpoint_every`` steps and
+    at the end. A ``history`` passed in is appended to (without a checkpoint, training continues after its last
+    step). A non-finite loss or gradient norm raises :class:`TrainingDiverged` before the bad update is applied.
 
-    Ctrl+C / the Jupyter stop button never leaves a half checkpoint: one being written is finished first, and a
-    message says how to resume. Then ``on_interrupt="return"`` (the ``"auto"`` default in a Jupyter kernel)
-    returns the history with ``history.interrupted = True``; ``"raise"`` (the ``"auto"`` default in a script,
-    so that a script or a torchrun job really stops) re-raises the ``KeyboardInterrupt`` with the history as
-    ``err.history``.
+    Ctrl+C / the Jupyter stop button never leaves a half checkpoint (one being written is finished first); a message
+    says how to resume. Then ``on_interrupt="return"`` (the ``"auto"`` default in a Jupyter kernel) returns the
+    history with ``history.interrupted = True``; ``"raise"`` (the ``"auto"`` default in a script, so that a script
+    or a torchrun job really stops) re-raises the ``KeyboardInterrupt`` with the history as ``err.history``.
     """
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
@@ -98,10 +79,16 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")
     if on_interrupt not in ("auto", "return", "raise"):
         raise ValueError(f"on_interrupt={on_interrupt!r} is not supported: use 'auto', 'return' or 'raise'")
-    if on_interrupt == "auto":  # a notebook keeps the curve; a script (or a torchrun rank) must stop
-        on_interrupt = "return" if _in_notebook() else "raise"
+    if amp not in ("auto", "bf16", "fp16", "off"):
+        raise ValueError(f"amp={amp!r} is not supported: use 'auto', 'bf16', 'fp16' or 'off'")
+    if on_interrupt == "auto":  # a running Jupyter kernel keeps the curve; a script (or a torchrun rank) must stop
+        ipython = sys.modules.get("IPython") if "ipykernel" in sys.modules else None  # nbval imports it, no kernel
+        on_interrupt = "return" if getattr(ipython and ipython.get_ipython(), "kernel", None) is not None else "raise"
     device = pick_device(device)
-    amp = _resolve_amp(amp, device)
+    if amp == "auto":
+        amp = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "off"
+    if amp == "fp16" and device.type != "cuda":
+        raise ValueError(f"amp='fp16' needs a CUDA GPU (device is {device}): use amp='bf16' or amp='off'")
     path = Path(checkpoint_path) if checkpoint_path is not None else None
     if history is not None and not isinstance(history, History):
         raise TypeError(f"history must be a History (e.g. the one an earlier fit returned) or None, got "
@@ -109,8 +96,9 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     history = History() if history is None else history
     if path is not None and path.is_dir():
         raise ValueError(f"checkpoint_path {path} is a directory: pass a file name like {path / 'last.pt'}")
-    if not any(True for _ in model.parameters()):
-        raise ValueError(f"{type(model).__name__} has no parameters to train: pass the model that holds them")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError(f"{type(model).__name__} has no parameters to train (none, or all frozen?): pass the model "
+                         "that holds them, or unfreeze what should train with p.requires_grad_(True)")
 
     def autocast() -> Any:  # a fresh context per use: low-precision matmuls inside, fp32 weights outside
         if amp == "off":
@@ -128,9 +116,8 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
                         f"updates away: keep them in {better}")
         elif math.isfinite(lr_now) and lr_now > 0:
             tips.append(f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})")
-        tips.append(f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)")
-        tips += ["check the attention mask: a fully masked row or -inf logits give NaN",
-                 "check the inputs for NaN/inf"]
+        tips += [f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)",
+                 "check the attention mask: a fully masked row or -inf logits give NaN", "check the inputs for NaN/inf"]
         if amp == "fp16":
             tips.append("try amp='bf16' or amp='off' (fp16 overflows above 65504)")
         last = f" The last good checkpoint is {path}." if path is not None and path.exists() else ""
@@ -141,8 +128,7 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     start = last_saved = step = history.step[-1] + 1 if len(history) else 0
     bar = None
     try:
-        # Setup (optimizer, resume) holds Ctrl+C until it is done, so that a stop pressed here (even inside a
-        # lazy import of torch) is handled like one during training, below.
+        # Setup holds Ctrl+C until done, so a stop here (even in a lazy torch import) is handled like one below.
         with defer_interrupts():
             seed_everything(seed)
             model.to(device)
@@ -150,8 +136,9 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             if optimizer is None:
                 optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
             scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
-            if path is not None and resume and path.exists():
-                scheduler = _make_scheduler(schedule, optimizer, 0)
+            resuming = path is not None and resume and path.exists()
+            scheduler = _make_scheduler(schedule, optimizer, 0 if resuming else start)
+            if resuming:
                 ckpt = load_checkpoint(path, model, optimizer, scheduler, restore_rng=True)
                 start = ckpt["step"]
                 # the checkpoint's history is the truth at its step; update in place, the caller's object follows
@@ -159,8 +146,6 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
                 if scaler is not None and "grad_scaler" in ckpt["extra"]:
                     scaler.load_state_dict(ckpt["extra"]["grad_scaler"])
                 print(f"Resuming from {path} at step {start}/{steps}.")
-            else:
-                scheduler = _make_scheduler(schedule, optimizer, start)
             history.interrupted = False
             if start >= steps:
                 print(f"Already at step {start} >= steps={steps}: nothing to train (raise steps to go on).")
@@ -184,9 +169,6 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             if not math.isfinite(value):  # checked before backward: the weights stay the last good ones
                 raise diverged("the loss", step, value, lr_now)
             if not loss.requires_grad:
-                if not any(p.requires_grad for p in model.parameters()):
-                    raise ValueError("no parameter of the model requires grad (all frozen?): unfreeze what "
-                                     "should train with p.requires_grad_(True)")
                 raise ValueError("the loss does not require grad: loss_fn must not use no_grad() or detach()")
             optimizer.zero_grad(set_to_none=True)
             if scaler is not None:  # fp16: scale the loss so that small gradients do not underflow to 0
