@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("list", help="list the datasets and whether each is present and intact")
     sub.add_parser("where", help="print the data folder")
-    get = sub.add_parser("fetch", help="download datasets into the data folder")
-    get.add_argument("names", nargs="+", choices=sorted(REGISTRY))
+    sub.add_parser("fetch", help="download datasets into the data folder").add_argument(
+        "names", nargs="+", choices=sorted(REGISTRY))
     args = parser.parse_args(argv)
     if args.command == "where":
         print(data_dir())

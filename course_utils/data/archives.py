@@ -30,8 +30,8 @@ _TAR_TYPES = {tarfile.SYMTYPE: "sym", tarfile.LNKTYPE: "hard", tarfile.DIRTYPE: 
 
 
 def _refuse(kind: str, name: str, why: str) -> ValueError:
-    return ValueError(f"refusing to extract {kind} member {name!r}: {why}. The archive may be malicious or "
-                      "damaged; nothing was extracted")
+    return ValueError(f"refusing to extract {kind} member {name!r}: {why}; the archive may be malicious, nothing "
+                      "was extracted")
 
 
 def _parts(path: str) -> list[str]:
@@ -46,26 +46,24 @@ def _is_absolute(path: str) -> bool:
     return path.startswith(("/", "\\")) or bool(PureWindowsPath(path).drive)
 
 
-def _resolve(kind: str, name: str, path: str, links: dict[str, str]) -> str:
-    """Where ``path`` leads once the archive's own links are followed, as the OS will (``l1 -> .`` then
-    ``l2 -> l1/..`` looks harmless name by name, but ``l2`` is the folder above the destination); raises if outside."""
+def _resolve(kind: str, name: str, path: str, links: dict[str, str]) -> None:
+    """Refuse ``path`` if it leads outside once the archive's own links are followed, as the OS will (``l1 -> .``
+    then ``l2 -> l1/..`` looks harmless name by name, but ``l2`` is the folder above the destination)."""
     todo, done, hops = _parts(path), [], 0
     while todo:
         part = todo.pop(0)
-        if part == "..":
-            if not done:
-                raise _refuse(kind, name, f"{path!r} leads outside the destination")
-            done.pop()
-            continue
         here = "/".join(done + [part])
-        if here in links:  # a link used as a folder, or pointing at another link: follow it
+        if part == ".." and not done:
+            raise _refuse(kind, name, f"{path!r} leads outside the destination")
+        if part == "..":
+            done.pop()
+        elif here in links:  # a link used as a folder, or pointing at another link: follow it
             hops += 1
             if hops > 40:
                 raise _refuse(kind, name, "symbolic link loop")
             todo = _parts(links[here]) + todo  # relative to the link's folder, which is `done`
-            continue
-        done.append(part)
-    return "/".join(done)
+        else:
+            done.append(part)
 
 
 def _check_members(kind: str, members: list[tuple[str, str, str]]) -> None:

@@ -26,8 +26,8 @@ _BR = re.compile(r"(?:\s*<br\s*/?>\s*)+", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class DataSource:
-    """Where a loader's data came from: ``kind`` is ``"data_dir"`` (a verified file already in the data
-    folder), ``"downloaded"`` (fetched by this call) or ``"sample"`` (the tiny bundled fallback)."""
+    """Where a loader's data came from: ``kind`` is ``"data_dir"`` (a verified file already in the data folder),
+    ``"downloaded"`` (fetched by this call) or ``"sample"`` (the tiny bundled fallback)."""
 
     kind: str
     location: str
@@ -77,11 +77,10 @@ def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable,
     """The bundled sample for ``lang`` with its warning, or ``reason`` raised when ``fallback`` is off."""
     if not fallback:
         raise reason
-    rows = samples.sample_sentiment(lang, split)
-    samples.warn_sample(title, f"sentiment_{lang}.tsv", f"{len(rows)} sentences", reason, stacklevel=4)
-    source = DataSource("sample", samples.sample_location(f"sentiment_{lang}.tsv"),
-                        f"split {split!r}: every {samples.HOLDOUT_EVERY}th row is held out")
-    return Examples(rows, f"{title} (sample)", split, source)
+    rows, file = samples.sample_sentiment(lang, split), f"sentiment_{lang}.tsv"
+    samples.warn_sample(title, file, f"{len(rows)} sentences", reason, stacklevel=4)
+    detail = f"split {split!r}: every {samples.HOLDOUT_EVERY}th row is held out"
+    return Examples(rows, f"{title} (sample)", split, DataSource("sample", samples.sample_location(file), detail))
 
 
 def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
@@ -156,8 +155,7 @@ def read_aclimdb(root: Path, split: str) -> list[tuple[str, int]]:
     for label, folder in enumerate(("neg", "pos")):
         files = sorted((root / split / folder).glob("*.txt"), key=order)
         if not files:
-            raise ValueError(f"{root / split / folder} has no reviews: the extraction looks incomplete; "
-                             f"delete {root} and call again")
+            raise ValueError(f"{root / split / folder} has no reviews (cut extraction?): delete {root}, call again")
         for p in files:
             try:
                 rows.append((clean_imdb(p.read_text(encoding="utf-8")), label))
@@ -186,10 +184,8 @@ def load_tiny_shakespeare(data_dir: str | os.PathLike | None = None, fallback: b
 
 def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, fallback: bool = True,
               download: bool = True, progress: bool = True) -> Examples:
-    """SST-2 ``split`` (``train`` 67,349 / ``dev`` 872 / ``test`` 1,821) as ``(sentence, label)`` pairs.
-
-    Reads ``sst2/<split>.tsv`` from the data folder, else (train, dev) GLUE's ``SST-2.zip``, downloaded if allowed;
-    the labelled test split only comes from a data folder."""
+    """SST-2 ``split`` (``train`` 67,349 / ``dev`` 872 / ``test`` 1,821) as ``(sentence, label)`` pairs from
+    ``sst2/<split>.tsv``, else (train, dev) GLUE's ``SST-2.zip``; the labelled test split only from a data folder."""
     if split not in SST2_SPLITS:
         raise ValueError(f"split must be one of {SST2_SPLITS}, got {split!r} (SST-2's validation split is 'dev')")
     try:
@@ -214,9 +210,8 @@ def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, f
 
 def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool = True,
                       download: bool = True, progress: bool = True) -> Examples:
-    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs; empty reviews are dropped (the real file has
-    7,766 rows, one of them empty, so 7,765 come back). There is no official split: see
-    :func:`train_test_split`."""
+    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs; empty reviews are dropped (the real file has 7,766
+    rows, one of them empty, so 7,765 come back). There is no official split: see :func:`train_test_split`."""
     try:
         path, kind = _fetch_with_kind("chnsenticorp", data_dir, download, progress)
     except DataUnavailable as exc:
@@ -229,11 +224,9 @@ def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool 
 def load_imdb(split: str = "train", data_dir: str | os.PathLike | None = None, fallback: bool = True,
               download: bool = True, progress: bool = True, variant: str = "auto") -> Examples:
     """IMDB reviews as ``(review, label)`` pairs with ``<br />`` tags removed; ``split`` is train/test/all.
-
-    ``variant="subset"``: the 2,500-row ``imdb_subset/IMDB Dataset.csv`` from a data folder (no public URL), in
-    file order its first 2,000 rows (train) and last 500 (test); ``"full"``: ``aclImdb_v1.tar.gz`` (84 MB,
-    downloaded and extracted once), 25,000 reviews a split; ``"auto"``: the subset when present, else the full set.
-    """
+    ``variant="subset"``: the 2,500-row ``imdb_subset/IMDB Dataset.csv`` from a data folder (no public URL), in file
+    order its first 2,000 rows (train) and last 500 (test); ``"full"``: ``aclImdb_v1.tar.gz`` (84 MB, downloaded and
+    extracted once), 25,000 reviews a split; ``"auto"``: the subset when present, else the full set."""
     if split not in ("train", "test", "all"):
         raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
     if variant not in ("auto", "subset", "full"):

@@ -120,20 +120,15 @@ def verify(res: Resource, path: Path) -> Path:
 def how_to_get(name: str, data_dir: str | os.PathLike | None = None) -> str:
     """Plain-text instructions for getting dataset ``name`` into the data folder by hand."""
     res, root = get_resource(name), _resolve_dir(data_dir)
-    lines = [f"How to get {res.title}:"]
-    if res.urls:
-        lines.append(f"  - with internet access: course_utils.data.fetch({name!r}) downloads it "
-                     "(unset COURSE_OFFLINE if it is set);")
-        derived = " (the course then drops the header line)" if res.derive else ""
-        lines.append(f"  - by hand: download {res.urls[0]}{derived} and save it as {root / res.path};")
-    else:
-        lines.append(f"  - there is no public download for these exact bytes: copy the file to {root / res.path};")
-    lines.append(f"  - or point COURSE_DATA_DIR at a folder that already contains {res.path} (e.g. export "
-                 "COURSE_DATA_DIR=/path/to/data, or set os.environ['COURSE_DATA_DIR'] in a notebook).")
-    if res.how_to_get:
-        lines.append(f"  Note: {res.how_to_get}")
-    lines.append(f"  Expected: {res.size:,} bytes, sha256 {res.sha256}. Source: {res.source}.")
-    return "\n".join(lines)
+    derived = " (the course then drops the header line)" if res.derive else ""
+    how = ([f"  - with internet access: course_utils.data.fetch({name!r}) downloads it (unset COURSE_OFFLINE if set);",
+            f"  - by hand: download {res.urls[0]}{derived} and save it as {root / res.path};"] if res.urls
+           else [f"  - there is no public download for these exact bytes: copy the file to {root / res.path};"])
+    note = [f"  Note: {res.how_to_get}"] if res.how_to_get else []
+    return "\n".join([f"How to get {res.title}:", *how,
+                      f"  - or point COURSE_DATA_DIR at a folder that already contains {res.path} (e.g. export "
+                      "COURSE_DATA_DIR=/path/to/data, or set os.environ['COURSE_DATA_DIR'] in a notebook).",
+                      *note, f"  Expected: {res.size:,} bytes, sha256 {res.sha256}. Source: {res.source}."])
 
 
 def _unavailable(res: Resource, root: Path, reason: str) -> DataUnavailable:

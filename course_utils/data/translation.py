@@ -33,8 +33,7 @@ class Pairs(list):
         self.name, self.source = name, source
 
     def describe(self) -> str:
-        n_en = len({en for en, _ in self})
-        return f"{self.name}: {len(self):,} pairs, {n_en:,} distinct English sentences, from {self.source}"
+        return f"{self.name}: {len(self):,} pairs, {len({en for en, _ in self}):,} distinct English, from {self.source}"
 
 
 # ----------------------------------------------------------------------------------------------- reading
@@ -45,8 +44,7 @@ def parse_pairs(text: str, where: str) -> tuple[list[tuple[str, str]], int]:
         raise ValueError(f"{where} is empty: delete it and load again")
     lines = text.split("\n")
     if lines[-1].strip():
-        raise ValueError(f"{where} ends in the middle of a line ({lines[-1][:60]!r}): the file looks cut short; "
-                         "delete it and load again (or download cmn-eng.zip again)")
+        raise ValueError(f"{where} ends mid-line ({lines[-1][:60]!r}): the file looks cut short; delete it, load again")
     columns, rows = None, []
     for number, line in enumerate(lines[:-1], start=1):
         line = line.rstrip("\r")
@@ -54,14 +52,10 @@ def parse_pairs(text: str, where: str) -> tuple[list[tuple[str, str]], int]:
             continue
         fields = line.split("\t")
         columns = columns or len(fields)
-        if columns not in (2, 3):
-            raise ValueError(f"{where}, line {number}: expected 'english<TAB>chinese' (2 columns) or "
-                             f"'english<TAB>chinese<TAB>attribution' (3), got {len(fields)}: {line[:80]!r}")
-        english, chinese = (f.strip() for f in fields[:2]) if len(fields) >= 2 else ("", "")
-        if len(fields) != columns or not english or not chinese:
-            raise ValueError(f"{where}, line {number}: expected {columns} tab-separated columns with an English "
-                             f"and a Chinese sentence like line 1, got {line[:80]!r}: is the file damaged?")
-        rows.append((english, chinese))
+        if columns not in (2, 3) or len(fields) != columns or not all(f.strip() for f in fields[:2]):
+            raise ValueError(f"{where}, line {number}: expected 'english<TAB>chinese[<TAB>attribution]' with both "
+                             f"texts, as many columns as line 1, got {line[:80]!r}: is the file damaged?")
+        rows.append((fields[0].strip(), fields[1].strip()))
     return rows, columns
 
 
@@ -72,8 +66,7 @@ def read_pairs(path: str | os.PathLike) -> tuple[list[tuple[str, str]], str]:
         with zipfile.ZipFile(path) as zf:
             bad = zf.testzip()  # every member's CRC-32: the integrity check a zip carries with it
             if bad is not None:
-                raise ValueError(f"{path}: member {bad!r} fails its CRC check, the zip is damaged: delete it and "
-                                 "load again")
+                raise ValueError(f"{path}: member {bad!r} fails its CRC check (damaged zip): delete it, load again")
             members = [m for m in zf.namelist() if Path(m).name == "cmn.txt"]
             if not members:
                 raise ValueError(f"{path} has no cmn.txt (members: {zf.namelist()[:5]}): is this cmn-eng.zip?")
@@ -85,8 +78,7 @@ def read_pairs(path: str | os.PathLike) -> tuple[list[tuple[str, str]], str]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start:,}): the file is damaged or "
-                         "not cmn.txt; delete it and load again") from None
+        raise ValueError(f"{where} is not UTF-8 ({exc.reason} at byte {exc.start:,}): delete it, load again") from None
     rows, columns = parse_pairs(text, where)
     return rows, f"{where} ({columns} columns)"
 
@@ -166,7 +158,7 @@ def english_key(sentence: str) -> str:
 
 
 def group_by_english(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
-    """English sentence -> its distinct Chinese translations, in first-seen order. Sentences with the same
+    """English sentence -> its distinct Chinese translations, in first-seen order; sentences with the same
     :func:`english_key` form one group, named by its first-seen spelling."""
     names: dict[str, str] = {}
     groups: dict[str, list[str]] = {}
@@ -179,12 +171,9 @@ def group_by_english(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
 
 def grouped_split(pairs: list[tuple[str, str]], n_test: int | float = 0.05,
                   seed: int = 0) -> tuple[list[tuple[str, str]], list[tuple[str, list[str]]]]:
-    """Split by English sentence: ``(train pairs, test [(english, [all its translations]), ...])``.
-
-    Every translation of a test sentence goes to the test side, so no test English sentence is ever trained on,
-    and the test scores each output against all references. ``n_test`` is a number of English sentences
-    (``int``) or a fraction of them (``float`` in (0, 1)).
-    """
+    """Split by English sentence: ``(train pairs, test [(english, [all its translations]), ...])``, so no test
+    sentence is ever trained on and each output is scored against all references. ``n_test`` is a number of English
+    sentences (``int``) or a fraction of them (``float`` in (0, 1))."""
     groups = group_by_english(pairs)
     if isinstance(n_test, float):
         if not 0 < n_test < 1:
@@ -202,8 +191,7 @@ def grouped_split(pairs: list[tuple[str, str]], n_test: int | float = 0.05,
 # -------------------------------------------------------------------------------------------- metrics
 def _check_refs(hypotheses, references) -> list[list[str | None]]:
     if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists: give one list of "
-                         "references per hypothesis")
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists: give one per hypothesis")
     if any(isinstance(r, str) or not r for r in references):
         raise ValueError("references must hold one non-empty *list* of translations per hypothesis, e.g. "
                          "[['我们走吧。'], ['他是老师。', '他是个老师。']]")
@@ -213,12 +201,10 @@ def _check_refs(hypotheses, references) -> list[list[str | None]]:
 
 
 def corpus_bleu(hypotheses: list[str], references: list[list[str]]):
-    """sacreBLEU corpus BLEU with ``tokenize="zh"`` against all references of each sentence.
-
+    """sacreBLEU corpus BLEU with ``tokenize="zh"`` against all references of each sentence:
     BLEU = BP · exp(Σₙ ¼ log pₙ), pₙ the clipped n-gram precision (n = 1..4, counts clipped by the *maximum* count
-    over the references), BP = min(1, exp(1 − r/c)) with r the closest reference lengths. Returns the sacreBLEU
-    score object: ``.score`` (0–100), ``.precisions``, ``.bp``.
-    """
+    over the references), BP = min(1, exp(1 − r/c)), r the closest reference lengths. Returns sacreBLEU's score:
+    ``.score`` (0–100), ``.precisions``, ``.bp``."""
     bleu = _require("sacrebleu").metrics.BLEU(tokenize="zh")
     return bleu.corpus_score(list(hypotheses), _check_refs(hypotheses, references))
 
