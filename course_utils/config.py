@@ -36,8 +36,7 @@ class LayerConfig:
     bias: bool = True
 
     def __post_init__(self):
-        # The layer, norm or embedding that uses a field refuses a bad value with the same message; only these two
-        # are checked here, where their names are still known (the attention and the FFN call theirs "dropout").
+        # Each other field is refused by the layer that uses it; the attention and the FFN call these "dropout".
         for name in ("attn_dropout", "ffn_dropout"):
             if getattr(self, name) is not None:
                 check_probability(getattr(self, name), name)

@@ -43,17 +43,17 @@ def _layer_pairs(ours: nn.Module, theirs: nn.TransformerEncoderLayer | nn.Transf
     pairs += [(getattr(getattr(ours.ffn, lin), kind), getattr(getattr(theirs, lin), kind), f"{lin}.{kind}")
               for lin in ("linear1", "linear2") for kind in ("weight", "bias")]
     for i in range(1, 4 if decoder else 3):
-        pairs += _norm_pairs(getattr(ours, f"res{i}").norm, getattr(theirs, f"norm{i}"))
+        pairs += _pairs(getattr(ours, f"res{i}").norm, getattr(theirs, f"norm{i}"))  # refuses an RMSNorm
     return pairs
 
 
 def _stack_pairs(ours: nn.Module, theirs: nn.TransformerEncoder | nn.TransformerDecoder) -> Pairs:
     if len(ours.layers) != len(theirs.layers):
         raise ValueError(f"layer count differs: ours {len(ours.layers)}, torch {len(theirs.layers)}")
-    pairs = [p for mine, their in zip(ours.layers, theirs.layers) for p in _layer_pairs(mine, their)]
+    pairs = [p for mine, their in zip(ours.layers, theirs.layers) for p in _pairs(mine, their)]
     if (theirs.norm is None) != isinstance(ours.norm, nn.Identity):
         raise ValueError("final norm: build ours with final_norm=True to match nn.Transformer (it always has one)")
-    return pairs + (_norm_pairs(ours.norm, theirs.norm) if theirs.norm is not None else [])
+    return pairs + (_pairs(ours.norm, theirs.norm) if theirs.norm is not None else [])
 
 
 # torch's module type -> (the course_utils type it maps onto, the tensor pairs of the two)
@@ -106,8 +106,7 @@ def copy_to_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
 
 
 def _only(kind: type[nn.Module]):
-    """``load_from_torch`` for torch's ``kind`` only: a torch module of another type is refused."""
-    def load(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+    def load(ours: nn.Module, theirs: nn.Module) -> nn.Module:  # load_from_torch for torch's ``kind`` only
         if not isinstance(theirs, kind):
             raise TypeError(f"this loader copies torch's nn.{kind.__name__}, got {type(theirs).__name__}: use the "
                             "load_*_from_torch of that module, or load_from_torch(ours, theirs)")

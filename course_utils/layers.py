@@ -28,8 +28,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        check_int(d_model, "d_model"), check_int(d_ff, "d_ff")
-        self.linear1 = nn.Linear(d_model, d_ff, bias=check_bool(bias, "bias"))  # W_1, b_1
+        self.linear1 = nn.Linear(check_int(d_model, "d_model"), check_int(d_ff, "d_ff"), bias=check_bool(bias, "bias"))
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
         self.activation = _ACTIVATIONS[activation]
         self.dropout = nn.Dropout(check_probability(dropout))

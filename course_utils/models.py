@@ -64,11 +64,9 @@ class Decoder(_LayerStack):
 
 
 class Transformer(nn.Module):
-    """Encoder–decoder Transformer for sequence-to-sequence (lessons 07, 10).
-
-    ``forward(src (B, T_s), tgt_in (B, T_t)) -> logits (B, T_t, tgt_vocab)`` where ``tgt_in`` is the target shifted
-    right (starts with <bos>); the loss compares the logits with the target shifted left (teacher forcing).
-    """
+    """Encoder–decoder Transformer (lessons 07, 10): ``forward(src (B, T_s), tgt_in (B, T_t))`` -> logits
+    ``(B, T_t, tgt_vocab)``; ``tgt_in`` is the target shifted right (starts with <bos>), the loss compares the logits
+    with the target shifted left (teacher forcing)."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, *, d_model: int = 512, n_heads: int = 8,
                  n_encoder_layers: int = 6, n_decoder_layers: int = 6, d_ff: int | None = 2048, max_len: int = 512,
@@ -144,11 +142,9 @@ class EncoderClassifier(nn.Module):
 
 
 class GPT(nn.Module):
-    """Decoder-only language model: ids ``(B, T)`` -> next-token logits ``(B, T, V)`` (lesson 11).
-
-    Pre-norm blocks with GELU and learned positions, as in GPT-2; the output layer shares the embedding matrix.
-    ``max_len`` is the context window (nanoGPT's ``block_size``). Pass a ``KVCache`` to feed only the new tokens.
-    """
+    """Decoder-only LM (lesson 11): ids ``(B, T)`` -> next-token logits ``(B, T, V)``. Pre-norm, GELU, learned
+    positions and tied output layer as in GPT-2; ``max_len`` is the context window (nanoGPT's ``block_size``). Pass a
+    ``KVCache`` to feed only the new tokens."""
 
     def __init__(self, vocab_size: int, *, max_len: int = 256, n_layers: int = 6, n_heads: int = 6, d_model: int = 384,
                  d_ff: int | None = None, tie_weights: bool = True, **layer):

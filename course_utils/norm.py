@@ -42,11 +42,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm over the last dimension; parameters named like ``nn.LayerNorm``.
-
-    ``fused=True`` runs the fused kernel (one pass over memory instead of five, which matters on a GPU), ``False``
-    the written-out ``layer_norm``; both agree with ``nn.LayerNorm`` to 1e-10 in float64.
-    """
+    """LayerNorm over the last dimension, parameters named like ``nn.LayerNorm``. ``fused=True``: the fused kernel
+    (one pass over memory instead of five); ``False``: the written-out ``layer_norm``. Both equal ``nn.LayerNorm``."""
 
     def __init__(self, d_model: int, *, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  fused: bool = True):

@@ -1,15 +1,8 @@
-"""Token embeddings and positional encodings (lessons 01 and 02).
-
-The input to the first layer is x_i = E[token_i] · √d_model + PE(pos_i), with E ∈ ℝ^{|V|×d_model}.
-
-Sinusoidal encoding (Vaswani et al., 2017, §3.5)::
+"""Token embeddings and positional encodings (lessons 01 and 02): the first layer's input is
+x_i = E[token_i] · √d_model + PE(pos_i), E ∈ ℝ^{|V|×d_model}, with the sinusoidal encoding (Vaswani et al., §3.5)::
 
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
-
-The table is computed in float64 and cast to ``dtype`` at the end, so its only error is that dtype's rounding.
-The frequencies are written exp(−(2i/d)·ln base): in float32/64 as accurate as 1/base^(2i/d) (lesson 02's
-appendix), but never forming base^(2i/d), which overflows float16 for a large base such as Llama 3's 500000.
 """
 
 from __future__ import annotations
@@ -35,13 +28,14 @@ from .validation import (
 
 def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype=torch.float32,
                         device=None) -> torch.Tensor:
-    """The table PE of shape ``(max_len, d_model)``; even columns sin, odd columns cos (lesson 02)."""
+    """The table PE of shape ``(max_len, d_model)``; even columns sin, odd columns cos (lesson 02). Computed in
+    float64 and cast to ``dtype`` at the end, so its only error is that dtype's rounding."""
     check_int(max_len, "max_len")
     check_int(d_model, "d_model")
     check_positive(base, "base")
     position = torch.arange(max_len, dtype=torch.float64, device=device)[:, None]  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (ceil(d/2),)
-    inv_freq = torch.exp(-two_i * (math.log(base) / d_model))  # 1 / base^(2i/d)
+    inv_freq = torch.exp(-two_i * (math.log(base) / d_model))  # 1 / base^(2i/d) without base^(2i/d) (lesson 02)
     angles = position * inv_freq  # (L, ceil(d/2))
     pe = torch.zeros(max_len, d_model, dtype=torch.float64, device=device)
     pe[:, 0::2] = torch.sin(angles)
@@ -50,7 +44,6 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype
 
 
 def _check_input(x: torch.Tensor, offset: int, d_model: int, max_len: int, table: torch.Tensor) -> int:
-    """x must be a float (B, T, d_model) tensor on the table's device that fits the table from ``offset``."""
     check_rank(x, "x", (3,), "(B, T, d_model) token vectors (pass ids through TokenEmbedding first)")
     check_float(x, "x")
     check_last_dim(x, "x", d_model)
@@ -70,7 +63,7 @@ class SinusoidalPositionalEncoding(nn.Module):
     def __init__(self, d_model: int, *, max_len: int = 5000, dropout: float = 0.0, base: float = 10000.0):
         super().__init__()
         self.d_model, self.max_len = check_int(d_model, "d_model"), check_int(max_len, "max_len")
-        # A buffer, not a parameter: it moves with .to(device) and is saved, but is never trained.
+        # A buffer, not a parameter: it moves with .to(device) but is never trained (nor saved: it is a formula).
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
         self.dropout = nn.Dropout(check_probability(dropout))
 

@@ -103,6 +103,8 @@ def test_a_module_of_the_wrong_kind_is_refused():
     with pytest.raises(TypeError, match="EncoderLayer maps onto course_utils EncoderLayer, got DecoderLayer"):
         interop.load_encoder_layer_from_torch(dec, torch_enc)
     assert all(torch.equal(before[k], v) for k, v in dec.state_dict().items())
+    with pytest.raises(TypeError, match="LayerNorm maps onto course_utils LayerNorm, got RMSNorm"):
+        interop.copy_to_torch(EncoderLayer(16, 4, 32, norm="rms"), torch_enc)      # norms inside a layer too
     with pytest.raises(TypeError, match="MultiheadAttention maps onto course_utils MultiHeadAttention, got LayerNorm"):
         interop.copy_to_torch(nn.LayerNorm(16), nn.MultiheadAttention(16, 4, batch_first=True))
     torch_stack = nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 4, 32, batch_first=True), 2)
