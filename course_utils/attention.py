@@ -1,9 +1,7 @@
 """Scaled dot-product attention (lessons 03, 04, 05): softmax(Q Kᵀ / √d_k + M) V (Vaswani et al., eq. 1).
 
-``need_weights=True`` takes the written-out path (it forms the (T_q × T_k) weights for plots, in float32 for fp16/bf16
-inputs whose scores would overflow), ``need_weights=False`` the fused ``F.scaled_dot_product_attention``: the same
-numbers, and zeros for a query row whose keys are all masked. Masks follow ``course_utils.masks``.
-"""
+``need_weights=True`` writes it out (the T_q × T_k weights for plots; float32 inside for fp16/bf16 inputs), while
+``need_weights=False`` calls the fused ``F.scaled_dot_product_attention`` (the same numbers). Masks: ``masks.py``."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ MASK_BUDGET = 1 << 22
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_float(check_rank(t, name, (2, 3, 4), "(…, T, d_k), e.g. (B, h, T, d_k)"), name)
-    check_like(k, "k", q, "q")
-    check_like(v, "v", q, "q")
+        check_like(t, name, q, "q")
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):  # rank too
         raise ValueError(f"q, k, v must have the same rank and leading (batch, head) dimensions, got {shapes}")
@@ -46,16 +43,12 @@ def _with_causal(mask, t_q: int, t_k: int, start: int, stop: int, device, n_k: i
 
 
 def _settle(mask: torch.Tensor, dtype: torch.dtype):
-    """(mask ready for the scores, has_keys (…, T_q, 1)).
-
-    A row with no visible key (softmax over only −inf = NaN) sees every key instead (finite values and gradients)
-    and is zeroed afterwards. The test reads the mask *before* any cast, so a finite −1e5 in a float32 mask stays
-    "visible" although float16 would round it to −inf: finite values are clamped into the dtype's range instead.
-    """
+    """(mask ready for the scores, has_keys (…, T_q, 1)): a row with no visible key (softmax over only −inf = NaN)
+    sees every key instead (finite values and gradients) and is zeroed afterwards."""
     if mask.dtype == torch.bool:
         has_keys = mask.any(dim=-1, keepdim=True)
         return mask | ~has_keys, has_keys
-    has_keys = torch.isfinite(mask).any(dim=-1, keepdim=True)
+    has_keys = torch.isfinite(mask).any(dim=-1, keepdim=True)  # before any cast: float16 would round −1e5 to −inf
     mask = mask.masked_fill(~has_keys, 0.0)
     if mask.dtype != dtype:
         info = torch.finfo(dtype)

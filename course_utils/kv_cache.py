@@ -1,10 +1,7 @@
-"""The key/value cache of incremental decoding (lessons 10, 11 and 14).
-
-Past positions' keys and values do not change, so a decoder feeds only the new token: self-attention **appends** its
-K and V (``append``); cross-attention projects the encoder memory once and reuses it while it is the same tensor
-(``cross``; another memory is an error). ``offset`` counts the positions processed (where the next positional
-encoding starts). One cache serves one model and one batch: ``reset()`` starts over.
-"""
+"""The key/value cache of incremental decoding (lessons 10, 11 and 14): past keys and values do not change, so a
+decoder feeds only the new token. Self-attention **appends** its K and V (``append``); cross-attention projects the
+encoder memory once and reuses it while it is the same tensor (``cross``). ``offset`` counts the positions processed
+(where the next positional encoding starts). One cache serves one model and one batch: ``reset()`` starts over."""
 
 from __future__ import annotations
 
@@ -32,18 +29,14 @@ class KVCache:
     def bind(self, model: nn.Module) -> None:
         """Tie the cache to ``model`` (models call this): the entries of one model mean nothing to another."""
         if self.owner is not None and self.owner is not model:
-            raise ValueError(
-                f"this KVCache holds the keys and values of another {type(self.owner).__name__}: create one "
-                "KVCache per model and per batch (or call cache.reset() before reusing it)"
-            )
+            raise ValueError(f"this KVCache holds the keys and values of another {type(self.owner).__name__}: create "
+                             "one KVCache per model and per batch (or call cache.reset() before reusing it)")
         self.owner = model
 
     def _check_batch(self, batch: int) -> None:
         if self.batch_size not in (None, batch):
-            raise ValueError(
-                f"this KVCache holds {self.batch_size} sequences but the call has a batch of {batch}: call "
-                "cache.reset() (or use a new KVCache) to start a new batch; cache.reorder(index) selects rows"
-            )
+            raise ValueError(f"this KVCache holds {self.batch_size} sequences but the call has a batch of {batch}: "
+                             "cache.reset() (or a new KVCache) starts a new batch; cache.reorder(index) selects rows")
         self.batch_size = batch
 
     def get(self, module: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -56,17 +49,13 @@ class KVCache:
         past = self._self.get(module)
         seen = 0 if past is None else past[0].shape[2]
         if seen != self.offset:
-            raise ValueError(
-                f"KVCache out of step: this attention layer has {seen} cached positions but the cache is at "
-                f"position {self.offset}. Feed each step through the whole model (which calls cache.advance), "
-                "use one KVCache per model, and cache.reset() before decoding a new batch"
-            )
+            raise ValueError(f"KVCache out of step: this attention layer has {seen} cached positions but the cache is "
+                             f"at position {self.offset}. Feed each step through the whole model (it calls "
+                             "cache.advance), use one KVCache per model and cache.reset() before a new batch")
         if past is not None:
             if (past[0].dtype, past[0].device) != (k.dtype, k.device):
-                raise ValueError(
-                    f"the cached keys are {past[0].dtype} on {past[0].device} but the new ones are {k.dtype} on "
-                    f"{k.device}: call cache.reset() after moving or converting the model"
-                )
+                raise ValueError(f"the cached keys are {past[0].dtype} on {past[0].device}, the new ones {k.dtype} on "
+                                 f"{k.device}: call cache.reset() after moving or converting the model")
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, T_past + T_new, d_k)
         self._self[module] = (k, v)
         return k, v
@@ -87,10 +76,8 @@ class KVCache:
                                  and (memory.data_ptr(), memory.shape[1:], memory.stride()[1:])
                                  == (old.data_ptr(), old.shape[1:], old.stride()[1:]))
         if not same or memory._version != version:
-            raise ValueError(
-                "this KVCache holds cross-attention keys computed from another encoder memory (or the memory was "
-                "modified in place): call cache.reset() (or use a new KVCache) before decoding a new source"
-            )
+            raise ValueError("this KVCache holds cross-attention keys of another encoder memory (or the memory was "
+                             "modified in place): call cache.reset() (or use a new KVCache) before a new source")
         self._check_batch(memory.shape[0])
         return k, v
 
@@ -101,10 +88,7 @@ class KVCache:
     def reorder(self, index: torch.Tensor) -> None:
         """Keep batch rows ``index`` of every entry (beam search re-ranks hypotheses)."""
         self._self = {m: (k.index_select(0, index), v.index_select(0, index)) for m, (k, v) in self._self.items()}
-        self._cross = {
-            m: (mem, ver, k.index_select(0, index), v.index_select(0, index))
-            for m, (mem, ver, k, v) in self._cross.items()
-        }
+        self._cross = {m: (*e[:2], *(t.index_select(0, index) for t in e[2:])) for m, e in self._cross.items()}
         self.batch_size = int(index.numel())
 
     def __len__(self) -> int:

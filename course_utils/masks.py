@@ -1,10 +1,7 @@
-"""Attention masks (lesson 05).
-
-A bool mask is ``True`` where a query *may attend* to a key (as in ``F.scaled_dot_product_attention``) and broadcasts
-*to* the scores ``(B, h, T_q, T_k)``; an *additive* float mask M enters softmax(QKᵀ/√d_k + M): 0 keeps a key, −inf
-hides it. ``nn.MultiheadAttention``'s bool masks mean the opposite (True = *ignore*): ``to_torch_*`` /
-``from_torch_*`` convert. A query whose keys are *all* masked gets zero weights (see ``attention_with_weights``).
-"""
+"""Attention masks (lesson 05). A bool mask is ``True`` where a query *may attend* to a key (as in
+``F.scaled_dot_product_attention``) and broadcasts *to* the scores ``(B, h, T_q, T_k)``; an *additive* float mask M
+enters softmax(QKᵀ/√d_k + M): 0 keeps a key, −inf hides it. ``nn.MultiheadAttention``'s bool masks mean the opposite
+(True = *ignore*): ``to_torch_*`` / ``from_torch_*`` convert. A query with *all* keys masked gets zero weights."""
 
 from __future__ import annotations
 
@@ -59,45 +56,34 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask", device=None) -> torch.Tensor:
-    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``: every
-    mask dimension equals the scores' or is 1 (a mask never enlarges the output). Refused too, each with the fix:
-    integer masks (0/1: keep or block?), a rank-3 mask for (B, h, T_q, T_k) scores (batch or heads first?), a float
-    mask holding only 0 and 1 (a keep-mask an additive mask would read as "add 1"), NaN or +inf in an additive mask,
-    a mask on another ``device`` than the attention inputs. Value checks follow ``validation.reads_values``."""
+    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape`` (each mask
+    dimension equals the scores' or is 1). Refused too, with the fix: integer masks (0/1: keep or block?), a rank-3
+    mask for 4-D scores (batch or heads first?), a float mask of only 0 and 1 (a keep-mask read as "add 1"), NaN or
+    +inf in an additive mask, a mask on another ``device``. Value checks follow ``validation.reads_values``."""
     check_tensor(mask, name)
     scores_shape = tuple(scores_shape)
     four_d = len(scores_shape) == 4
     scores = f"{'(B, h, T_q, T_k)' if four_d else '(…, T_q, T_k)'} = {scores_shape}"
     if mask.dtype != torch.bool and not torch.is_floating_point(mask):
-        raise TypeError(
-            f"{name} has dtype {mask.dtype}; use a bool mask (True = may attend, as from padding_mask / causal_mask) "
-            "or an additive float mask (0 or -inf): convert a 0/1 keep-mask with mask.bool()"
-        )
+        raise TypeError(f"{name} has dtype {mask.dtype}; use a bool mask (True = may attend, as from padding_mask / "
+                        "causal_mask) or an additive float mask (0 or -inf): convert a 0/1 keep-mask with mask.bool()")
     if four_d and mask.dim() == 3:
-        raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} is 3-D but the scores are {scores}: its first axis could be "
-            f"the batch or the heads. For a (B, T_q, T_k) mask add the head axis: {name}[:, None]"
-        )
+        raise ValueError(f"{name} of shape {tuple(mask.shape)} is 3-D but the scores are {scores}: is its first axis "
+                         f"the batch or the heads? For a (B, T_q, T_k) mask add the head axis: {name}[:, None]")
     target = scores_shape[len(scores_shape) - mask.dim():]  # more mask dimensions than scores would enlarge them
     if mask.dim() > len(scores_shape) or any(m not in (1, s) for m, s in zip(mask.shape, target)):
         hint = "a padding mask is (B, 1, 1, T_k), a causal mask (T_q, T_k)"
         if four_d and tuple(mask.shape) == (scores_shape[0], scores_shape[3]):
             hint = f"this looks like a (B, T_k) key mask: pass it as key_keep_mask=, or use {name}[:, None, None, :]"
-        raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} "
-            f"(each mask dimension must equal the scores' or be 1): {hint}"
-        )
+        raise ValueError(f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} "
+                         f"(each mask dimension must equal the scores' or be 1): {hint}")
     if mask.is_floating_point() and mask.numel() and reads_values(mask):
         if bool(torch.isnan(mask).any()) or bool((mask == float("inf")).any()):
-            raise ValueError(
-                f"additive {name} holds NaN or +inf, which turns the softmax into NaN: add 0 to keep a key and "
-                "-inf to hide it (or pass a bool mask, True = attend)"
-            )
+            raise ValueError(f"additive {name} holds NaN or +inf, which turns the softmax into NaN: add 0 to keep a "
+                             "key and -inf to hide it (or pass a bool mask, True = attend)")
         if bool(((mask == 0) | (mask == 1)).all()) and bool((mask == 1).any()):
-            raise ValueError(
-                f"float {name} holds only 0 and 1: it looks like a keep-mask, but a float mask is *added* to the "
-                f"scores (0 = keep, -inf = hide). Pass {name}.bool() (True = attend)"
-            )
+            raise ValueError(f"float {name} holds only 0 and 1: it looks like a keep-mask, but a float mask is *added* "
+                             f"to the scores (0 = keep, -inf = hide). Pass {name}.bool() (True = attend)")
     if device is not None:
         check_same_device(mask, name, device, "the attention inputs")
     return mask

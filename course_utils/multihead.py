@@ -30,10 +30,6 @@ from .validation import (
     check_same_device,
 )
 
-_UNPACK = (
-    "MultiHeadAttention returns one tensor (B, T_q, d_model), not nn.MultiheadAttention's (output, weights) "
-    "pair: write `out = mha(...)` and read the weights from mha.last_weights after a call with need_weights=True"
-)
 _TORCH_KWARGS = {
     "key_padding_mask": "key_keep_mask=~key_padding_mask (ours is True = attend, torch's True = ignore)",
     "attn_mask": "mask= (ours is True = attend; torch's bool attn_mask is True = not allowed: pass ~attn_mask)",
@@ -48,19 +44,17 @@ class AttentionOutput(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     def __iter__(self):
-        raise TypeError(_UNPACK)
+        raise TypeError("MultiHeadAttention returns one tensor (B, T_q, d_model), not nn.MultiheadAttention's (output, "
+                        "weights) pair: write `out = mha(...)`, then read mha.last_weights (after need_weights=True)")
 
     def __repr__(self, **kwargs) -> str:
         return self.as_subclass(torch.Tensor).__repr__(**kwargs)
 
 
 class MultiHeadAttention(nn.Module):
-    """h heads of scaled dot-product attention with the paper's projections (lesson 04).
-
-    ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h blocks of d_k columns), so that
-    self-attention needs one matrix multiply; the layout equals ``nn.MultiheadAttention.in_proj_weight``.
-    ``out_proj`` is W^O. d_k = d_model / h, so the total cost matches one full-width head.
-    """
+    """h attention heads (lesson 04). ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h
+    blocks of d_k columns), so that self-attention needs one matrix multiply; the layout equals
+    ``nn.MultiheadAttention.in_proj_weight``. ``out_proj`` is W^O; d_k = d_model / h (cost of one full-width head)."""
 
     def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0, bias: bool = True):
         super().__init__()
@@ -121,9 +115,7 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query, key, value) -> None:
         if key is None and value is not None:
-            raise ValueError(
-                "value was given without key: pass key=value=memory for cross-attention, or neither for self-attention"
-            )
+            raise ValueError("value without key: pass key=value=memory (cross-attention) or neither (self-attention)")
         weight = self.out_proj.weight
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t is None:
@@ -136,31 +128,24 @@ class MultiHeadAttention(nn.Module):
                 continue
             check_like(t, name, query, "query")
             if t.shape[0] != query.shape[0]:
-                raise ValueError(
-                    f"query and {name} have different batch sizes ({query.shape[0]} vs {t.shape[0]}):"
-                    " cross-attention pairs each target sequence with its own source sequence"
-                )
+                raise ValueError(f"query and {name} have different batch sizes ({query.shape[0]} vs {t.shape[0]}): "
+                                 "cross-attention pairs each target sequence with its own source sequence")
         if value is not None and value.shape[1] != key.shape[1]:
-            raise ValueError(
-                f"key and value must have the same length T_k (one value per key), got "
-                f"{tuple(key.shape)} and {tuple(value.shape)}"
-            )
+            raise ValueError(f"key and value must have the same length T_k (one value per key), got {tuple(key.shape)} "
+                             f"and {tuple(value.shape)}")
 
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
                 *positional, mask: torch.Tensor | None = None, key_keep_mask: torch.Tensor | None = None,
                 is_causal: bool = False, cache: KVCache | None = None, need_weights: bool = False,
                 **torch_style) -> torch.Tensor:
         """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` for cross-attention (value defaults to key),
-        both ``None`` for self-attention. ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k): ``(T_q, T_k)``
-        or ``(B|1, h|1, T_q, T_k)``; ``key_keep_mask (B, T_k)`` is True at keys that may be attended (real
-        tokens). Returns ``(B, T_q, d_model)`` as one tensor (``positional`` / ``torch_style`` only catch
-        PyTorch-style calls, to say what to write instead)."""
+        both ``None`` for self-attention. ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k), e.g. ``(T_q, T_k)``;
+        ``key_keep_mask (B, T_k)`` is True at real keys. Returns ``(B, T_q, d_model)`` as one tensor (``positional`` /
+        ``torch_style`` only catch PyTorch-style calls, to say what to write instead)."""
         if positional:
-            raise TypeError(
-                "MultiHeadAttention takes query, key, value positionally and everything else by keyword: "
-                "mask=... (True = attend) or key_keep_mask=... (B, T_k); a 4th positional argument is "
-                "nn.MultiheadAttention's key_padding_mask, whose True means the opposite (ignore)"
-            )
+            raise TypeError("MultiHeadAttention takes query, key, value positionally and the rest by keyword (mask=, "
+                            "key_keep_mask=, True = attend): a 4th positional argument is nn.MultiheadAttention's "
+                            "key_padding_mask, whose True means the opposite (ignore)")
         for name in torch_style:
             fix = _TORCH_KWARGS.get(name)
             raise TypeError(f"MultiHeadAttention got {name}=, " + (f"PyTorch's keyword: pass {fix}" if fix else
@@ -172,16 +157,14 @@ class MultiHeadAttention(nn.Module):
             keep = check_key_keep_mask(key_keep_mask, query.shape[0], t_k, query.device)
             if cache is not None and key is None:
                 raise ValueError("key_keep_mask with a self-attention KVCache: pass a full mask= for the cached keys")
-            if mask is None:
-                mask = keep
-            else:
+            if mask is not None:
                 check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], t_k), device=query.device)
-                mask = mask & keep if mask.dtype == torch.bool else torch.where(keep, mask, float("-inf"))
+                keep = mask & keep if mask.dtype == torch.bool else torch.where(keep, mask, float("-inf"))
+            mask = keep
         q, k, v = self._project(query, key, value, cache)  # (B, h, T_q, d_k), (B, h, T_k, d_k) ×2
         keep_weights = need_weights or self.record_weights
-        dropout_p = self.dropout if self.training else 0.0
-        out, weights = attention_with_weights(q, k, v, mask, dropout_p=dropout_p, need_weights=keep_weights,
-                                              is_causal=is_causal)
+        out, weights = attention_with_weights(q, k, v, mask, dropout_p=self.dropout if self.training else 0.0,
+                                              need_weights=keep_weights, is_causal=is_causal)
         if keep_weights:
             self.last_weights = weights.detach()
         out = self.out_proj(self.merge_heads(out))  # (B, T_q, d_model)

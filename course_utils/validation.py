@@ -1,10 +1,7 @@
-"""Input checks shared by every module, so that a student's mistake ends in one clear sentence.
-
-A wrong value or shape raises ``ValueError``, a wrong type or dtype ``TypeError``, saying what was received and how
-to fix it. Checks that read a tensor's *values* cost a device→host copy on a GPU: they run on CPU tensors always, on
-accelerator tensors only while ``strict_checks(True)`` is on (or ``COURSE_STRICT_CHECKS=1``), and never under
-``torch.compile`` or on ``meta`` tensors (which hold no values).
-"""
+"""Input checks shared by every module: a wrong value or shape raises ``ValueError``, a wrong type or dtype
+``TypeError``, saying what was received and how to fix it. Checks that read a tensor's *values* (a host sync on a GPU)
+run on CPU tensors always, on accelerators only under ``strict_checks(True)`` (or ``COURSE_STRICT_CHECKS=1``), never
+under ``torch.compile`` or on ``meta`` tensors (which hold no values)."""
 
 from __future__ import annotations
 
@@ -25,15 +22,12 @@ def strict_checks(enabled: bool = True) -> bool:
 
 
 def _compiling() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler is not None and getattr(compiler, "is_compiling", lambda: False)())
+    return bool(getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)())
 
 
 def reads_values(x: torch.Tensor) -> bool:
     """May a check read ``x``'s values here? (CPU: yes; CUDA/MPS: only in strict mode; meta / compiling: no.)"""
-    if x.device.type == "meta" or _compiling():
-        return False
-    return x.device.type == "cpu" or _STRICT
+    return x.device.type != "meta" and not _compiling() and (x.device.type == "cpu" or _STRICT)
 
 
 def check_tensor(x, name: str) -> torch.Tensor:
@@ -55,10 +49,8 @@ def check_rank(x: torch.Tensor, name: str, ranks: tuple[int, ...], layout: str) 
 def check_last_dim(x: torch.Tensor, name: str, size: int, what: str = "d_model") -> torch.Tensor:
     """Raise ``ValueError`` unless the last dimension equals ``size``."""
     if x.shape[-1] != size:
-        raise ValueError(
-            f"{name} has last dimension {x.shape[-1]} but the module was built with {what}={size}: "
-            f"project the input to {size} features or build the module with {what}={x.shape[-1]}"
-        )
+        raise ValueError(f"{name} has last dimension {x.shape[-1]} but the module was built with {what}={size}: "
+                         f"project the input to {size} features or build the module with {what}={x.shape[-1]}")
     return x
 
 
@@ -86,40 +78,32 @@ def check_like(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> 
     return x
 
 
-def _autocasting(device_type: str) -> bool:
-    try:
-        return bool(torch.is_autocast_enabled(device_type))
-    except (TypeError, RuntimeError):  # an unknown device type (meta) has no autocast
-        return False
-
-
 def check_dtype(x: torch.Tensor, name: str, expected: torch.dtype, owner: str = "the module") -> torch.Tensor:
     """Raise ``TypeError`` when ``x`` has another float dtype than ``expected`` (autocast regions excepted)."""
-    if x.dtype != expected and not _autocasting(x.device.type):
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but {owner} computes in {expected}: convert with {name}.to({expected}) "
-            f"(or the module with .to({x.dtype})), or run under torch.autocast for mixed precision"
-        )
+    if x.dtype == expected:
+        return x
+    try:
+        autocasting = torch.is_autocast_enabled(x.device.type)
+    except (TypeError, RuntimeError):  # an unknown device type (meta) has no autocast
+        autocasting = False
+    if not autocasting:
+        raise TypeError(f"{name} has dtype {x.dtype} but {owner} computes in {expected}: convert with {name}.to("
+                        f"{expected}) (or the module with .to({x.dtype})), or use torch.autocast for mixed precision")
     return x
 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids") -> torch.Tensor:
-    """Raise unless ``ids`` is an integer tensor with every value in ``[0, vocab_size)`` (range read as in
-    ``reads_values``)."""
+    """Raise unless ``ids`` is an integer tensor with values in ``[0, vocab_size)`` (read as ``reads_values`` says)."""
     check_int_tensor(ids, name)
     if not ids.numel() or not reads_values(ids):
         return ids
     lo, hi = int(ids.min()), int(ids.max())
     if lo < 0:
-        raise ValueError(
-            f"{name} contain {lo}, a negative id: ids index the vocabulary [0, {vocab_size}); negative numbers "
-            "are often a padding or ignore value (-100) that must be replaced by the pad id before the model"
-        )
+        raise ValueError(f"{name} contain {lo}, a negative id: ids index the vocabulary [0, {vocab_size}); negative "
+                         "numbers are often a padding or ignore value (-100): replace them by the pad id first")
     if hi >= vocab_size:
-        raise ValueError(
-            f"{name} contain {hi}, outside the vocabulary [0, {vocab_size}): "
-            f"encode with the tokenizer the model was built for, or build the model with vocab_size > {hi}"
-        )
+        raise ValueError(f"{name} contain {hi}, outside the vocabulary [0, {vocab_size}): encode with the tokenizer "
+                         f"the model was built for, or build the model with vocab_size > {hi}")
     return ids
 
 
@@ -167,10 +151,8 @@ def check_divisible(d_model: int, n_heads: int) -> int:
     if d_model % n_heads:
         lo = d_model - d_model % n_heads
         near = f"{lo} or {lo + n_heads}" if lo > 0 else f"{n_heads}"
-        raise ValueError(
-            f"d_model={d_model} is not divisible by n_heads={n_heads}: each head gets d_k = d_model / n_heads "
-            f"features, so choose d_model as a multiple of n_heads (e.g. {near}) or another n_heads"
-        )
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads} (each head gets d_k = d_model / "
+                         f"n_heads features): choose d_model as a multiple of n_heads (e.g. {near}) or another n_heads")
     return d_model // n_heads
 
 
@@ -195,8 +177,6 @@ def check_probability(p: float, name: str = "dropout") -> float:
 def check_same_device(x: torch.Tensor, name: str, expected: torch.device, owner: str = "the module") -> torch.Tensor:
     """Raise ``ValueError`` when ``x`` lives on another device than ``expected`` (e.g. cuda model, cpu input)."""
     if x.device != expected:
-        raise ValueError(
-            f"{name} is on {x.device} but {owner} is on {expected}: move it with {name}.to({str(expected)!r}) "
-            "(or move the model with model.to(device)); every tensor of one computation must be on one device"
-        )
+        raise ValueError(f"{name} is on {x.device} but {owner} is on {expected}: move it with {name}.to("
+                         f"{str(expected)!r}) (or the model with model.to(device)): one computation, one device")
     return x

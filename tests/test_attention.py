@@ -61,6 +61,21 @@ def test_fully_masked_rows_give_zeros_and_finite_gradients(need_weights):
     assert all(torch.isfinite(t.grad).all() for t in (q, k, v))
 
 
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("kind", ["bool", "additive", "causal"])
+def test_no_queries_with_a_mask_give_an_empty_result_like_torch(need_weights, kind):
+    q, k, v = _qkv(torch.float64, "cpu", t_q=0, t_k=4)
+    mask = torch.tensor([True, True, False, True])  # (T_k,): broadcasts to (B, h, 0, T_k)
+    m = to_additive_mask(mask, torch.float64) if kind == "additive" else mask
+    ours, w = attention_with_weights(q, k, v, m, need_weights=need_weights, is_causal=kind == "causal")
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # torch takes T_q = 0 (it refuses mask + is_causal)
+    assert ours.shape == ref.shape == (2, 3, 0, 8)
+    if need_weights:
+        assert w.shape == (2, 3, 0, 4)
+    else:
+        assert w is None
+
+
 def test_sdpa_gradients_match_torch():
     q, k, v = (t.requires_grad_() for t in _qkv(torch.float64, "cpu"))
     q2, k2, v2 = (t.detach().clone().requires_grad_() for t in (q, k, v))
