@@ -1,7 +1,6 @@
 """Unpack tar(.gz) and zip archives without letting a hostile archive write outside the target folder (a member
 ``../../.bashrc``, ``/etc/passwd`` or a link to ``/``: CVE-2007-4559). Every member is checked before anything is
-written, so every Python behaves the same; ``tarfile``'s "data" filter (3.8.17+/3.11.4+) is applied too when it exists.
-"""
+written, so every Python behaves the same; ``tarfile``'s "data" filter (3.8.17+/3.11.4+) is also applied if there."""
 
 from __future__ import annotations
 
@@ -108,11 +107,10 @@ def check_zip_members(zf: zipfile.ZipFile) -> None:
     members = []
     for info in zf.infolist():
         mode = info.external_attr >> 16
-        if stat.S_ISLNK(mode):  # the link target is stored as the member's content
-            members.append((info.filename, "sym", zf.read(info).decode("utf-8", "replace")))
-        else:
-            special = stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-            members.append((info.filename, "device file, FIFO or socket" if special else "file", ""))
+        special = stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        type_ = "sym" if stat.S_ISLNK(mode) else "device file, FIFO or socket" if special else "file"
+        target = zf.read(info).decode("utf-8", "replace") if type_ == "sym" else ""  # a link's content is its target
+        members.append((info.filename, type_, target))
     _check_members("zip", members)
 
 
@@ -134,10 +132,10 @@ def _merge_into(src: Path, dst: Path) -> None:
 def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: bool = False) -> Path:
     """Extract a ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``/``.tar.xz`` or ``.zip`` archive into ``dest``; return it.
 
-    Absolute paths, ``..`` components, links leading outside ``dest`` (also through a chain of links), hard links to
-    anything but a file stored before them, writes through a link, device files and FIFOs raise ``ValueError`` naming
-    the member. Unpacking goes to a temporary folder moved into place once all is out: after any error nothing has
-    been written. Other files already in ``dest`` are kept."""
+    Absolute paths, ``..``, links leading outside ``dest`` (also through a chain of links), hard links to anything but
+    a file stored before them, writes through a link, device files and FIFOs raise ``ValueError`` naming the member.
+    Unpacking goes to a temporary folder moved into place once all is out: after any error nothing has been written;
+    other files already in ``dest`` are kept."""
     archive, dest = Path(archive), Path(dest)
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"cannot extract into {dest}: it is a file, not a folder")

@@ -89,8 +89,7 @@ def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
     lines = text.split("\n")
     header = [h.strip().lower() for h in lines[0].rstrip("\r").split("\t")]
     if "label" not in header or len(header) != 2:
-        raise ValueError(f"{where}: expected a header 'label<TAB>sentence' (or 'sentence<TAB>label'), "
-                         f"got {lines[0][:80]!r}: is this the right file?")
+        raise ValueError(f"{where}: expected header 'label<TAB>sentence' or 'sentence<TAB>label': {lines[0][:80]!r}")
     li = header.index("label")
     rows = []
     for number, line in enumerate(lines[1:], start=2):
@@ -115,8 +114,7 @@ def parse_chnsenticorp(path: Path) -> tuple[list[tuple[str, int]], int]:
             if not row or reader.line_num == 1 and [c.strip().lower() for c in row] == ["label", "review"]:
                 continue
             if len(row) != 2 or row[0].strip() not in ("0", "1"):
-                raise ValueError(f"{path}, line {reader.line_num}: expected 'label,review' with label 0 or 1,"
-                                 f" got {row[:3]!r}")
+                raise ValueError(f"{path}, line {reader.line_num}: expected 'label,review', label 0 or 1: {row[:3]!r}")
             if row[1].strip():
                 rows.append((row[1].strip(), int(row[0])))
             else:
@@ -160,12 +158,10 @@ def read_aclimdb(root: Path, split: str) -> list[tuple[str, int]]:
             try:
                 rows.append((clean_imdb(p.read_text(encoding="utf-8")), label))
             except (OSError, UnicodeDecodeError) as exc:  # a file changed or damaged after the extraction
-                raise ValueError(f"{p} cannot be read as UTF-8 text ({exc}): delete {root} and call again to "
-                                 "extract the archive afresh") from None
+                raise ValueError(f"{p} cannot be read as UTF-8 text ({exc}): delete {root} and call again") from None
     return rows
 
 
-# ----------------------------------------------------------------------------------------------- loaders
 def load_tiny_shakespeare(data_dir: str | os.PathLike | None = None, fallback: bool = True,
                           download: bool = True, progress: bool = True) -> Text:
     """The tiny-shakespeare corpus as one string (1,115,394 characters), or the bundled prose sample."""

@@ -2,8 +2,7 @@
 
 Downloads go to a temporary file beside the target, checked, then ``os.replace``d (never a half file). A good hash is
 remembered in ``.<file>.sha256.json`` keyed by size, mtime, ctime (``touch`` cannot set it back), device, inode and a
-hash of the first and last 64 KiB (in memory only where the folder is read-only).
-"""
+hash of the first and last 64 KiB (in memory only where the folder is read-only)."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ class _NetworkError(Exception):
 
 def downloads_allowed(download: bool = True) -> bool:
     """``download`` unless the environment says offline (``COURSE_OFFLINE=1``, ``true`` or ``yes``)."""
-    offline = os.environ.get("COURSE_OFFLINE", "").strip().lower() not in ("", "0", "false", "no")
-    return bool(download) and not offline
+    return bool(download) and os.environ.get("COURSE_OFFLINE", "").strip().lower() in ("", "0", "false", "no")
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -83,10 +81,8 @@ def _remember(path: Path, digest: str) -> str:
     """Remember ``digest`` for the current state of ``path``: in memory, and on disk if writable."""
     key = _state(path)
     _verified[key] = digest
-    try:
+    with suppress(OSError):  # a read-only folder: the in-process cache is enough
         _sidecar(path).write_text(json.dumps(dict(zip(_FIELDS, key[1:]), sha256=digest)))
-    except OSError:
-        pass  # read-only folder: the in-process cache is enough
     return digest
 
 
@@ -107,12 +103,10 @@ def verify(res: Resource, path: Path) -> Path:
     reused (memory, then sidecar) while nothing about the file has changed."""
     key = _state(path)
     if key not in _verified:
-        try:
+        with suppress(OSError, ValueError, KeyError, TypeError):  # no sidecar, a damaged or old one: hash again
             saved = json.loads(_sidecar(path).read_text())
             if [saved[name] for name in _FIELDS] == list(key[1:]) and isinstance(saved["sha256"], str):
                 _verified[key] = saved["sha256"]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # no sidecar, an unreadable one or one from an older version: hash again
     _expect_published(res, path, key[1], _verified.get(key) or _remember(path, sha256_file(path)))
     return path
 
@@ -194,8 +188,7 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool =
                 tmp.write_bytes(res.derive(tmp.read_bytes()))
         _expect_published(res, path, tmp.stat().st_size, sha256_file(tmp), url)
 
-    failures: list[str] = []
-    mismatch: ChecksumMismatch | None = None
+    failures, mismatch = [], None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for url in res.urls:  # mirrors are tried in order; the first intact copy wins

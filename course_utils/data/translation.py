@@ -1,8 +1,7 @@
 """English–Chinese Tatoeba pairs, a split that never tests on a trained English sentence, and BLEU / chrF with
 sacreBLEU (lesson 10). Data: Tatoeba (CC BY 2.0 FR) from the manythings.org Anki ``cmn-eng.zip``: the course's
 ``cmn.txt`` (sha256 in the registry) or the growing upstream file with a third, attribution column, read once every
-line passed a format check. About 30% of the Chinese is traditional (OpenCC ``t2s`` converts it).
-"""
+line passed a format check. About 30% of the Chinese is traditional (OpenCC ``t2s`` converts it)."""
 
 from __future__ import annotations
 
@@ -36,7 +35,6 @@ class Pairs(list):
         return f"{self.name}: {len(self):,} pairs, {len({en for en, _ in self}):,} distinct English, from {self.source}"
 
 
-# ----------------------------------------------------------------------------------------------- reading
 def parse_pairs(text: str, where: str) -> tuple[list[tuple[str, str]], int]:
     """Rows of ``english<TAB>chinese[<TAB>attribution]`` -> (pairs, number of columns). Every line must have line 1's
     layout and two non-empty texts; the file must end with a line break (a cut download usually stops mid-line)."""
@@ -123,16 +121,14 @@ def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: b
         samples.warn_sample("Tatoeba cmn-eng", SAMPLE, f"{len(rows)} pairs", missing)
         pairs = Pairs(rows, "Tatoeba cmn-eng (sample)", DataSource("sample", samples.sample_location(SAMPLE), CREDIT))
     else:
-        path = found[0]
-        rows, what = read_pairs(path)
-        digest = sha256_file(path)
-        same = path.stat().st_size == res.size and digest == res.sha256
-        verdict = "sha256 = the course's copy" if same else f"sha256 {digest[:16]}…: another release, format checked"
+        rows, what = read_pairs(found[0])
+        digest = sha256_file(found[0])
+        verdict = ("sha256 = the course's copy" if digest == res.sha256  # the same sha256 means the same size
+                   else f"sha256 {digest[:16]}…: another release, format checked")
         pairs = Pairs(rows, "Tatoeba cmn-eng", DataSource(kind, what, f"{verdict}; {CREDIT}"))
     return Pairs(to_simplified(pairs) if simplified else pairs, pairs.name, pairs.source)
 
 
-# --------------------------------------------------------------------------------------- preprocessing
 def _require(module: str):
     try:
         return importlib.import_module(module)
@@ -188,7 +184,6 @@ def grouped_split(pairs: list[tuple[str, str]], n_test: int | float = 0.05,
     return train, [(en, groups[en]) for en in test]
 
 
-# -------------------------------------------------------------------------------------------- metrics
 def _check_refs(hypotheses, references) -> list[list[str | None]]:
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists: give one per hypothesis")
