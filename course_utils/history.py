@@ -17,10 +17,9 @@ _RESERVED = (*_LISTS, "interrupted")
 class History:
     """What ``fit`` recorded, as plain lists: ``plt.plot(h.step, h.loss)`` or ``viz.plot_history(h)``.
 
-    ``step[i]`` is the (0-based) update index, ``loss[i]`` its training loss, ``lr[i]`` the learning rate used
-    for it, ``elapsed[i]`` the seconds since training began (summed across resumes). Evaluations: ``val_step``
-    and ``metrics = {"val_loss": [...], ...}`` aligned with it (NaN where a metric was not returned).
-    ``interrupted`` is True when the run was stopped with Ctrl+C or the Jupyter stop button.
+    ``step[i]``: the (0-based) update index, ``loss[i]`` its training loss, ``lr[i]`` its learning rate, ``elapsed[i]``
+    the seconds since training began (summed across resumes). ``val_step`` and ``metrics = {"val_loss": [...]}`` are
+    aligned (NaN where a metric was not returned). ``interrupted``: stopped with Ctrl+C or the Jupyter stop button.
     """
 
     step: list[int] = field(default_factory=list)
@@ -39,15 +38,23 @@ class History:
             getattr(self, name).append(value)
 
     def record_eval(self, step: int, metrics: Mapping[str, Any]) -> None:
-        for name in metrics:
+        if not isinstance(metrics, Mapping):
+            raise TypeError(f"eval_fn must return a dict like {{'val_loss': 1.23}}, got {type(metrics).__name__}")
+        values = {}  # what eval_fn returned, all checked before anything is recorded
+        for name, value in metrics.items():
             if name in _RESERVED:
                 raise ValueError(f"eval_fn returned a metric named {name!r}, a name History uses for "
                                  f"training: rename it, e.g. 'val_{name}'")
-            # a metric seen for the first time: pad its earlier evaluations with NaN
-            self.metrics.setdefault(str(name), [math.nan] * len(self.val_step))
+            try:
+                values[str(name)] = float(value)
+            except (TypeError, ValueError, RuntimeError):  # a string, a list, a tensor of several numbers
+                raise TypeError(f"eval_fn returned {name!r}: {value!r:.60}, not a number: return a dict of "
+                                "floats, e.g. {'val_loss': loss.item()}") from None
+        for name in values:  # a metric seen for the first time: pad its earlier evaluations with NaN
+            self.metrics.setdefault(name, [math.nan] * len(self.val_step))
         self.val_step.append(int(step))
-        for name, values in self.metrics.items():
-            values.append(float(metrics[name]) if name in metrics else math.nan)
+        for name, series in self.metrics.items():
+            series.append(values.get(name, math.nan))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain lists, each metric under its own name (for ``viz.plot_history``, a checkpoint or JSON)."""

@@ -25,11 +25,8 @@ def get_rng_state() -> dict[str, Any]:
     """Every global RNG state as tensors / plain Python values (safe for ``weights_only=True``)."""
     version, internal, gauss = random.getstate()
     name, keys, pos, has_gauss, cached = np.random.get_state()
-    state: dict[str, Any] = {
-        "python": [version, list(internal), gauss],
-        "numpy": [str(name), [int(k) for k in keys], int(pos), int(has_gauss), float(cached)],
-        "torch": torch.get_rng_state(),
-    }
+    state: dict[str, Any] = {"python": [version, list(internal), gauss], "torch": torch.get_rng_state(),
+                             "numpy": [str(name), [int(k) for k in keys], int(pos), int(has_gauss), float(cached)]}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
     if hasattr(torch, "mps") and torch.backends.mps.is_available():

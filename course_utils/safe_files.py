@@ -47,12 +47,10 @@ def defer_interrupts() -> Iterator[None]:
 def was_interrupted(err: BaseException) -> bool:
     """True when ``err`` is, or was caused by, a KeyboardInterrupt (torch wraps it in a RuntimeError)."""
     seen = set()
-    while err is not None and id(err) not in seen:
-        if isinstance(err, KeyboardInterrupt):
-            return True
+    while err is not None and id(err) not in seen and not isinstance(err, KeyboardInterrupt):
         seen.add(id(err))
         err = err.__cause__ or err.__context__
-    return False
+    return isinstance(err, KeyboardInterrupt)
 
 
 def remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
@@ -140,7 +138,5 @@ def crc_problem(path: Path) -> str | None:
             bad = zf.testzip()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
         return f"is corrupt or truncated ({err})"
-    if bad is not None:
-        return (f"is damaged: the bytes of its entry {bad!r} do not match their CRC-32 checksum "
-                "(a disk, memory or copy error changed them)")
-    return None
+    return None if bad is None else (f"is damaged: the bytes of its entry {bad!r} do not match their CRC-32 "
+                                     "checksum (a disk, memory or copy error changed them)")

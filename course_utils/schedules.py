@@ -33,9 +33,7 @@ class InverseSqrtSchedule:
 
 
 class CosineSchedule:
-    """Linear warm-up to 1, then a half cosine down to ``min_ratio`` at ``total_steps`` (lesson 09).
-
-    With ``step = s + 1``::
+    """Linear warm-up to 1, then a half cosine down to ``min_ratio`` at ``total_steps`` (lesson 09)::
 
         step <= warmup:  f = step / warmup
         otherwise:       p = (step - warmup) / (total_steps - warmup), clipped to [0, 1]

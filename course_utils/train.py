@@ -192,7 +192,9 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             bar.update(1)
             done = step + 1
             if eval_fn is not None and (done % eval_every == 0 if eval_every else done == steps):
-                _evaluate(model, eval_fn, autocast, history, step)
+                with evaluating(model), autocast():  # dropout off and no gradients, as at test time
+                    metrics = eval_fn(model)
+                history.record_eval(step, metrics)
             if path is not None and (done == steps or (checkpoint_every and done % checkpoint_every == 0)):
                 extra = {"amp": amp, "seed": seed, "steps": steps}
                 if scaler is not None:
@@ -236,17 +238,3 @@ def _make_scheduler(schedule: Any, optimizer: torch.optim.Optimizer, start: int)
         group.setdefault("initial_lr", group["lr"])  # LambdaLR(last_epoch >= 0) starts from initial_lr
     return torch.optim.lr_scheduler.LambdaLR(optimizer, schedule, last_epoch=start - 1)
 
-
-def _evaluate(model: nn.Module, eval_fn: Callable, autocast: Callable, history: History, step: int) -> None:
-    with evaluating(model), autocast():  # dropout off and no gradients, as at test time
-        metrics = eval_fn(model)
-    if not isinstance(metrics, Mapping):
-        raise TypeError(f"eval_fn must return a dict like {{'val_loss': 1.23}}, got {type(metrics).__name__}")
-    values = {}
-    for name, value in metrics.items():
-        try:
-            values[name] = float(value)
-        except (TypeError, ValueError, RuntimeError):  # a string, a list, a tensor of several numbers
-            raise TypeError(f"eval_fn returned {name!r}: {value!r:.60}, not a number: return a dict of "
-                            "floats, e.g. {'val_loss': loss.item()}") from None
-    history.record_eval(step, values)
