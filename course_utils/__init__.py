@@ -1,7 +1,5 @@
 """course_utils: the companion package of the course "Transformers from scratch" (one concept per module, see
-docs/design.md). The core building blocks are importable from the top level (``cu.MultiHeadAttention``); the other
-modules load on first use (``cu.train``). It needs only torch, numpy, safetensors and tqdm, and never imports the
-notebook layer ``course_lab`` (plots, widgets, fonts, language, exercise checks, per-lesson demos).
+docs/design.md). Needs only torch, numpy, safetensors and tqdm; never imports the notebook layer ``course_lab``.
 """
 
 from __future__ import annotations

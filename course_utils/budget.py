@@ -1,7 +1,5 @@
-"""Scale a lesson's model size and step count with the hardware (small on CPU, real on CUDA).
-
-Lessons never skip work on a slow machine; they train a smaller model for fewer steps. ``COURSE_BUDGET`` overrides
-the choice (``small`` / ``full``), e.g. to try the GPU settings on a strong CPU.
+"""Scale a lesson's model size and step count with the hardware: lessons never skip work on a slow machine, they
+train a smaller model for fewer steps. ``COURSE_BUDGET=small|full`` overrides the choice (GPU settings on a CPU).
 """
 
 from __future__ import annotations

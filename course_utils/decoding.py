@@ -1,12 +1,8 @@
-"""Turning a trained model into sequences (lessons 10 and 11).
-
-* ``greedy_decode``: y_t = argmax_y P(y | y_<t, X) with the encoder–decoder ``Transformer``.
-* ``beam_search``: keep the ``beam_size`` best partial hypotheses by Σ log P; rank finished ones by score / lp(L),
-  with the GNMT length penalty lp(L) = ((5 + L) / 6)^α (Wu et al., 2016) so that α > 0 stops preferring short outputs.
-* ``generate`` / ``stream_tokens``: sample from a ``GPT`` (temperature, top-k, top-p: ``course_utils.sampling``).
-
-All run under ``modes.evaluating`` (eval mode, no gradients, the caller's mode restored) and feed only the newest
-token per step, with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower: lesson 11).
+"""Turning a trained model into sequences (lessons 10, 11): ``greedy_decode`` (y_t = argmax_y P(y | y_<t, X)),
+``beam_search`` (the ``beam_size`` best partial hypotheses by Σ log P, finished ones ranked by score / lp(L) with GNMT's
+lp(L) = ((5 + L) / 6)^α, Wu et al., 2016), ``generate`` / ``stream_tokens`` (sampling a ``GPT``). All run under
+``modes.evaluating`` (eval mode, no gradients, the caller's mode restored) and feed only the newest token per step
+with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower).
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import torch
 
 from .kv_cache import KVCache
 from .modes import evaluating
-from .sampling import _check_temperature, _check_top_k, _check_top_p, sample_next
+from .sampling import _check_sampling, sample_next
 from .validation import check_bool, check_int, check_number, check_rank, check_token_ids
 
 
@@ -31,16 +27,13 @@ def stream_tokens(
     model, ids: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0, top_k: int | None = None,
     top_p: float | None = None, use_cache: bool = True, generator: torch.Generator | None = None,
 ) -> Iterator[torch.Tensor]:
-    """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen.
-
-    Once the context window is full it slides: with learned absolute positions the cropped window is recomputed
-    from position 0 (with a fresh cache).
-    """
+    """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen. Once the
+    context window is full it slides: the cropped window is recomputed from position 0 with a fresh cache."""
     _check_ids(ids, "ids", "(B, T) token ids")
     if ids.size(1) == 0:
         raise ValueError("generate needs at least one context token per row (e.g. a newline or <bos>)")
     n = check_int(max_new_tokens, "max_new_tokens", 0)
-    temperature, top_k, top_p = _check_temperature(temperature), _check_top_k(top_k), _check_top_p(top_p)
+    temperature, top_k, top_p = _check_sampling(temperature, top_k, top_p)
     check_bool(use_cache, "use_cache")
     window = check_int(getattr(model, "max_len", None), "model.max_len (the context window)")
     vocab = getattr(getattr(model, "embed", None), "vocab_size", None)
@@ -147,10 +140,8 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
         if cache is not None:
             cache.reorder(index)  # each beam keeps its parent's past
     if not finished:  # ran out of length: rank the alive
-        finished = [
-            (s / length_penalty(seqs.size(1) - 1, alpha), seqs[i, 1:].tolist())
-            for i, s in enumerate(scores.tolist())
-        ]
+        lp = length_penalty(seqs.size(1) - 1, alpha)
+        finished = [(s / lp, seqs[i, 1:].tolist()) for i, s in enumerate(scores.tolist())]
     return max(finished, key=lambda f: f[0])[1]
 
 
@@ -163,10 +154,7 @@ def beam_search(
     max_len = _check_seq2seq(model, src, max_len, bos_id, eos_id, use_cache)
     beam_size = check_int(beam_size, "beam_size", 1)
     alpha = check_number(length_penalty_alpha, "length_penalty_alpha")
+    args = (beam_size, max_len, bos_id, eos_id, alpha, use_cache)
     with evaluating(model):
-        hyps = [
-            _beam_one(model, src[b : b + 1], beam_size, max_len, bos_id, eos_id, alpha, use_cache)
-            for b in range(src.size(0))
-        ]
-    rows = [torch.tensor(h, dtype=torch.long, device=src.device) for h in hyps]  # each holds >= 1 token
+        rows = [torch.tensor(_beam_one(model, row[None], *args), device=src.device) for row in src]  # >= 1 token each
     return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=model.pad_id)

@@ -5,8 +5,7 @@
     torchrun --nproc_per_node 2 -m course_utils.gpt_train --steps 200   # DistributedDataParallel (gloo on CPU)
 
 Under torchrun every process builds the same model, draws its own batches (``lm_batches`` seeded by rank) and
-gradients are all-reduced in ``backward``; only rank 0 prints, evaluates and checkpoints. The last line printed is a
-JSON summary (val loss, tokens/s).
+all-reduces gradients in ``backward``; only rank 0 evaluates, checkpoints and prints (a JSON summary last).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .checkpoint import load_checkpoint
+from .data import load_tiny_shakespeare
 from .lm_data import lm_batches, split_ids
 from .models import GPT
 from .schedules import cosine_schedule
@@ -55,25 +55,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def load_text(path: str | None) -> str:
-    if path:
-        return Path(path).read_text(encoding="utf-8")
-    from .data import load_tiny_shakespeare
-
-    return str(load_tiny_shakespeare())
-
-
 def throughput(elapsed: list[float], tokens_per_step: int) -> dict[str, int | None]:
-    """Tokens/s from ``History.elapsed`` (seconds since the start at every step, summed across resumes).
-
-    ``tokens_per_s`` covers every step; ``steady_tokens_per_s`` skips the first quarter, which holds the warm-up
-    (compilation, CUDA kernel loading). ``None`` when there are too few steps to tell.
-    """
+    """Tokens/s from ``History.elapsed`` (seconds since the start at every step, summed across resumes):
+    ``tokens_per_s`` over every step, ``steady_tokens_per_s`` without the first quarter (the warm-up: compilation,
+    CUDA kernel loading); ``None`` when there are too few steps to tell."""
     first = len(elapsed) // 4
     overall = round(len(elapsed) * tokens_per_step / elapsed[-1]) if elapsed and elapsed[-1] > 0 else None
-    if len(elapsed) - first < 2 or elapsed[-1] <= elapsed[first]:
-        return {"tokens_per_s": overall, "steady_tokens_per_s": None}
-    steady = round((len(elapsed) - 1 - first) * tokens_per_step / (elapsed[-1] - elapsed[first]))
+    enough = len(elapsed) - first >= 2 and elapsed[-1] > elapsed[first]
+    steady = round((len(elapsed) - 1 - first) * tokens_per_step / (elapsed[-1] - elapsed[first])) if enough else None
     return {"tokens_per_s": overall, "steady_tokens_per_s": steady}
 
 
@@ -92,7 +81,7 @@ def main(argv=None) -> dict:
         device = pick_device(args.device)
     lead = rank == 0
 
-    text = load_text(args.text_file)
+    text = Path(args.text_file).read_text(encoding="utf-8") if args.text_file else str(load_tiny_shakespeare())
     tok = CharTokenizer.from_text(text)
     ids = torch.tensor(tok.encode(text), dtype=torch.long)
     train_ids, val_ids = split_ids(ids, 0.1)
@@ -132,9 +121,7 @@ def main(argv=None) -> dict:
         seed=args.seed + rank, progress=lead, history=history,
     )
     summary = {
-        "world_size": world,
-        "device": str(device),
-        "steps": len(history.step),
+        "world_size": world, "device": str(device), "steps": len(history.step),
         "seconds": round(time.perf_counter() - start, 2),
         **throughput(history.elapsed, args.batch_size * args.block_size * world),
         "train_loss": history.loss[-1] if history.loss else None,

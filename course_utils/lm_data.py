@@ -1,7 +1,6 @@
 """Batches for language modelling: random windows of a token stream (lessons 11 and 12, the GPT trainer).
-
-``get_batch(step)`` draws its window offsets from a generator seeded with ``(seed, rank, step)``: an interrupted run
-resumes with exactly the same batches, and every DDP process sees different data without any communication.
+Offsets come from a generator seeded with ``(seed, rank, step)``: a resumed run sees exactly the same batches, and
+every DDP process sees different data without any communication.
 """
 
 from __future__ import annotations

@@ -1,30 +1,21 @@
-"""Losses for sequence models, written out and checked against PyTorch (lesson 08): ``log_softmax``,
-``cross_entropy`` (PyTorch's ``ignore_index`` / ``label_smoothing``, classes last), ``perplexity``, ``sequence_nll``.
-"""
+"""Losses for sequence models, written out and checked against PyTorch (lesson 08)."""
 
 from __future__ import annotations
-
-import numbers
 
 import torch
 from torch import Tensor
 
-from .validation import check_float, check_int, check_number, check_rank, check_tensor, reads_values
+from .validation import check_float, check_int, check_number, check_rank, check_tensor, is_real_number, reads_values
 
 __all__ = ["log_softmax", "cross_entropy", "perplexity", "sequence_nll"]
 
-_REDUCTIONS = ("mean", "sum", "none")
-
 
 def log_softmax(logits: Tensor, dim: int = -1) -> Tensor:
-    """``log_softmax(x)_i = (x_i - m) - log sum_j exp(x_j - m)`` with ``m = max_j x_j`` (lesson 08).
-
-    ``m`` cancels mathematically but makes the largest exponent ``exp(0) = 1``: logits of 1e4 do not overflow.
-    """
+    """``log_softmax(x)_i = (x_i - m) - log sum_j exp(x_j - m)``, ``m = max_j x_j`` (lesson 08): ``m`` cancels but
+    makes the largest exponent ``exp(0) = 1``, so logits of 1e4 do not overflow."""
     check_float(logits, "logits")
-    # The shift is a constant for the gradient (d/dm of the result is 0), so detaching it is exact and
-    # avoids routing gradient through argmax. A row that is all -inf has max -inf: shift by 0 there rather
-    # than computing -inf - (-inf) = nan in the shift itself (the row's result is nan, as with torch).
+    # d(result)/dm = 0, so detaching the shift is exact (no gradient through argmax). A row all -inf has max -inf:
+    # shift by 0 there, not -inf - (-inf) = nan in the shift itself (the row's result is nan, as with torch).
     m = logits.detach().amax(dim=dim, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     shifted = logits - m
@@ -54,32 +45,27 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
         return
     bad = (targets != ignore_index) & ((targets < 0) | (targets >= vocab))
     if bool(bad.any()):
-        raise ValueError(
-            f"target id {int(targets[bad][0])} is outside the vocabulary of size V={vocab} (valid ids: 0..{vocab - 1}, "
-            f"or ignore_index={ignore_index} to skip a position): make the tokenizer's vocab size match the model's "
-            "output size, and pad with ignore_index"
-        )
+        raise ValueError(f"target id {int(targets[bad][0])} is outside the vocabulary of size V={vocab} (ids "
+                         f"0..{vocab - 1}, or ignore_index={ignore_index} to skip a position): make the tokenizer's "
+                         "vocab size match the model's output size, and pad with ignore_index")
 
 
 def cross_entropy(
     logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
 ) -> Tensor:
-    """Cross-entropy of integer targets, built on :func:`log_softmax` (lesson 08).
-
-    ``logits (N, V)`` with ``targets (N,)`` or ``logits (B, T, V)`` with ``targets (B, T)`` (leading dimensions are
-    flattened): the classes are the **last** dimension, as a language-model head outputs them (``F.cross_entropy``
-    wants ``(B, V, T)``). Per position, with ``p = softmax(logits_i)`` and smoothing ``eps`` (PyTorch's definition)::
+    """Cross-entropy of integer targets, built on :func:`log_softmax` (lesson 08): ``logits (N, V)`` with ``targets
+    (N,)`` or ``logits (B, T, V)`` with ``targets (B, T)``, classes **last** as a language-model head outputs them
+    (``F.cross_entropy`` wants ``(B, V, T)``). With ``p = softmax(logits_i)`` and smoothing ``eps`` (PyTorch's)::
 
         loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])
 
-    Positions whose target is ``ignore_index`` give 0 and are not counted. ``reduction``: ``"mean"`` (over the
-    counted positions), ``"sum"``, or ``"none"`` (shaped like ``targets``). When *every* target is ignored the mean
-    is ``0.0`` with a zero gradient (``F.cross_entropy`` gives ``nan``), so a batch of padding cannot poison training.
-    fp16/bf16 logits are upcast to float32 first, as autocast does for PyTorch's cross-entropy.
+    ``ignore_index`` positions give 0 and are not counted. ``reduction``: ``"mean"`` (over the counted positions),
+    ``"sum"`` or ``"none"`` (shaped like ``targets``). All ignored: the mean is ``0.0`` with a zero gradient
+    (``F.cross_entropy``: ``nan``): padding cannot poison training. fp16/bf16 logits are upcast to float32.
     """
     _check_targets(logits, targets, ignore_index)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"reduction={reduction!r} is not supported: use one of {_REDUCTIONS}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction={reduction!r} is not supported: use 'mean', 'sum' or 'none'")
     if not 0.0 <= check_number(label_smoothing, "label_smoothing") <= 1.0:
         raise ValueError(f"label_smoothing={label_smoothing} must be in [0, 1] (the paper uses 0.1)")
 
@@ -97,8 +83,7 @@ def cross_entropy(
     if reduction == "none":
         return per_position.reshape(targets.shape)
     total = per_position.sum()
-    # all ignored: 0 / 1 = 0 instead of nan (see the docstring)
-    return total if reduction == "sum" else total / keep.sum().clamp(min=1)
+    return total if reduction == "sum" else total / keep.sum().clamp(min=1)  # all ignored: 0 / 1 = 0, not nan
 
 
 def perplexity(mean_nll: float | Tensor) -> float | Tensor:
@@ -108,26 +93,21 @@ def perplexity(mean_nll: float | Tensor) -> float | Tensor:
         if not (mean_nll.is_floating_point() or mean_nll.dtype in (torch.int32, torch.int64)):
             raise TypeError(f"mean_nll must be a float tensor, got {mean_nll.dtype}: use mean_nll.float()")
         value = mean_nll.detach()
-    # numbers.Real covers int, float and numpy's scalars (np.float32 is not a float subclass, np.float64 is)
-    elif isinstance(mean_nll, bool) or not isinstance(mean_nll, numbers.Real):
+    elif not is_real_number(mean_nll):  # numpy scalars included (np.float32 is not a float subclass)
         raise TypeError(f"mean_nll must be a float or a tensor, got {type(mean_nll).__name__}")
     else:
         value = torch.tensor(float(mean_nll), dtype=torch.float64)
     if bool(torch.isnan(value).any()):
         raise ValueError("mean_nll is nan: the loss diverged, or every target was ignored upstream")
     if bool((value < 0).any()):
-        raise ValueError("mean_nll must be >= 0 (a negative log-likelihood): it looks like a log-probability "
-                         "(<= 0) was passed, negate it first")
+        raise ValueError("mean_nll must be >= 0 (a negative log-likelihood): negate a log-probability (<= 0) first")
     return torch.exp(mean_nll) if isinstance(mean_nll, Tensor) else float(torch.exp(value))
 
 
 def sequence_nll(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
-    """Negative log-likelihood of each whole sequence, ``-sum_i log P(y_i | y_<i, X)`` (lesson 08), ``(B,)``.
-
-    ``logits[:, i]`` of ``logits (B, T, V)`` predicts ``targets[:, i]`` (decoder-only: ``logits[:, :-1]`` with
-    ``ids[:, 1:]``). ``ignore_index`` positions (padding) are skipped, so sequences of different lengths share a
-    batch. ``exp(-sequence_nll)`` is the probability of the whole sequence (chain rule).
-    """
+    """Negative log-likelihood of each whole sequence, ``-sum_i log P(y_i | y_<i, X)``, ``(B,)`` (lesson 08):
+    ``logits[:, i]`` of ``logits (B, T, V)`` predicts ``targets[:, i]``; ``ignore_index`` positions (padding) are
+    skipped, so sequences of different lengths share a batch. ``exp(-sequence_nll)`` is the sequence's probability."""
     check_rank(check_float(logits, "logits"), "logits", (3,), "(B, T, V)")
     per_token = cross_entropy(logits, targets, ignore_index=ignore_index, reduction="none")  # (B, T)
     return per_token.sum(dim=-1)  # (B,)

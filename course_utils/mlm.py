@@ -1,21 +1,18 @@
-"""The masked-language-modelling recipe of BERT (Devlin et al., 2019), as reusable functions (lesson 12).
+"""BERT's masked-language-modelling recipe (Devlin et al., 2019) as reusable functions (lesson 12).
 
-:func:`mask_tokens` selects each non-special position with probability ``p`` (15 %), replaces 80 % of the selected
-by ``<mask>``, 10 % by a random ordinary token and leaves 10 % unchanged; the labels are the original ids there and
-``-100`` elsewhere, so a cross-entropy with ``ignore_index=-100`` scores **only** the selected positions. (``<mask>``
-never occurs later, so the random and unchanged 10 % force a good representation of *every* input token.)
-:func:`mlm_loss` is the loss; :func:`masked_accuracy` and :func:`unigram_baseline` measure the result.
+:func:`mask_tokens` selects each non-special position with probability ``p`` (15 %) and replaces 80 % of the selected
+by ``<mask>``, 10 % by a random ordinary token and leaves 10 % unchanged (``<mask>`` never occurs later, so every
+input token needs a good representation); the labels are -100 elsewhere, so ``ignore_index=-100`` scores only them.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
 
-from .validation import check_tensor
+from .validation import check_int, check_tensor
 
 __all__ = ["IGNORE_INDEX", "mask_tokens", "masked_logits", "mlm_loss", "masked_accuracy", "unigram_baseline"]
 
@@ -29,29 +26,21 @@ def _check_fraction(value, name: str) -> float:
 
 
 def _check_id(value, name: str, vocab_size: int) -> int:
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer token id, got {value!r}") from None
-    if not 0 <= value < vocab_size:
-        raise ValueError(f"{name}={value} is outside the vocabulary [0, {vocab_size - 1}]: "
-                         f"pass the tokenizer's id (e.g. tok.mask_id) and vocab_size=tok.vocab_size")
-    return value
+    if not 0 <= check_int(value, name, None) < vocab_size:
+        raise ValueError(f"{name}={value} is outside the vocabulary [0, {vocab_size - 1}]: pass the tokenizer's id "
+                         "(e.g. tok.mask_id) and vocab_size=tok.vocab_size")
+    return int(value)
 
 
 def mask_tokens(
     ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
     generator: torch.Generator | None = None, *, mask_frac: float = 0.8, random_frac: float = 0.1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption: returns ``(inputs, labels)``, both shaped like ``ids`` (not modified).
-
-    ``special_ids``: never selected nor drawn as random replacements; include ``mask_id`` and the padding id (a
-    random ``<pad>`` would be hidden by the padding mask). ``generator``: same seed, same masks.
-    ``p``: probability that a non-special position is selected (independently, so a short sentence may get none).
-    ``mask_frac`` / ``random_frac``: how the selected positions are corrupted (BERT: 0.8 / 0.1, the rest unchanged).
-    ``labels[i] = ids[i]`` where position ``i`` was selected, else :data:`IGNORE_INDEX` (-100).
+    """BERT's corruption: ``(inputs, labels)`` shaped like ``ids`` (not modified), ``labels[i] = ids[i]`` where
+    position ``i`` was selected (each non-special one independently with probability ``p``), else -100. ``special_ids``
+    are never selected nor drawn as random replacements: include ``mask_id`` and the padding id (a random ``<pad>``
+    would be hidden by the padding mask). ``mask_frac`` / ``random_frac``: how the selected positions are corrupted
+    (BERT: 0.8 / 0.1, the rest unchanged). The same ``generator`` seed gives the same masks.
     """
     if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids (torch.long), got {ids.dtype}: use ids.long()")
@@ -136,10 +125,7 @@ def unigram_baseline(train_ids: torch.Tensor, labels: torch.Tensor, vocab_size: 
 
 
 def masked_logits(model, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(logits (N, V), targets (N,))`` of a :class:`~course_utils.models.MaskedLM` at the N selected positions.
-
-    Equal to ``model(inputs)[labels != -100]``, but the output layer (``d_model × V`` per position) runs only where
-    there is something to predict, as in BERT's implementations: about 7× less work with 15 % selected.
-    """
+    """``(logits (N, V), targets (N,))`` of a :class:`~course_utils.models.MaskedLM` at the N selected positions:
+    ``model(inputs)[labels != -100]``, but the output layer runs only there (about 7× less work with 15 % selected)."""
     selected = labels != IGNORE_INDEX
     return model(inputs, select=selected), labels[selected]

@@ -1,11 +1,8 @@
 """The distribution a language model samples its next token from (lesson 11): ``p = softmax(filter(logits / τ))``.
 
-* temperature τ: τ < 1 sharpens, τ > 1 flattens; ``τ = 0`` means greedy (a one-hot on the argmax).
-* top-k: keep the k largest logits of each row; ``None`` **or 0** means off (as the lesson's slider and Hugging Face).
-* top-p (nucleus, Holtzman et al., 2020): keep the smallest set of most probable tokens whose probabilities add
-  up to at least p; ``None`` or ``1.0`` means off.
-
-Filters apply after the temperature, top-k before top-p. Probabilities are computed in float32.
+Temperature τ (0 = greedy, a one-hot on the argmax); top-k keeps the k largest logits (``None`` or 0: off); top-p
+(nucleus, Holtzman et al., 2020) keeps the fewest most probable tokens whose probabilities add up to at least p
+(``None`` or 1.0: off). Filters apply after the temperature, top-k before top-p; probabilities are float32.
 """
 
 from __future__ import annotations
@@ -15,30 +12,20 @@ import torch
 from .validation import check_float, check_int, check_number, check_rank, reads_values
 
 
-def _check_top_k(top_k) -> int | None:
-    return None if top_k is None or check_int(top_k, "top_k", 0) == 0 else int(top_k)
-
-
-def _check_top_p(top_p) -> float | None:
-    if top_p is None:
-        return None
-    top_p = check_number(top_p, "top_p")
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1] (1.0 = no filtering), got {top_p}")
-    return None if top_p == 1.0 else top_p
-
-
-def _check_temperature(temperature) -> float:
-    temperature = check_number(temperature, "temperature")
-    if temperature < 0:
+def _check_sampling(temperature, top_k, top_p) -> tuple[float, int | None, float | None]:
+    """The checked arguments, a filter that is off (top_k 0, top_p 1.0) as None."""
+    if check_number(temperature, "temperature") < 0:
         raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-    return temperature
+    top_k = None if top_k is None or check_int(top_k, "top_k", 0) == 0 else int(top_k)
+    if top_p is not None and not 0.0 < check_number(top_p, "top_p") <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1] (1.0 = no filtering), got {top_p}")
+    return float(temperature), top_k, None if top_p is None or top_p == 1.0 else float(top_p)
 
 
 def top_k_filter(logits: torch.Tensor, top_k: int | None) -> torch.Tensor:
     """Set every logit outside the k largest of each row to −inf (ties kept); ``None`` or 0: unchanged."""
     check_float(logits, "logits")
-    top_k = _check_top_k(top_k)
+    top_k = _check_sampling(1.0, top_k, None)[1]
     if top_k is None or top_k >= logits.size(-1):
         return logits
     kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # (…, 1): the k-th largest logit
@@ -49,7 +36,7 @@ def top_p_filter(logits: torch.Tensor, top_p: float | None) -> torch.Tensor:
     """Nucleus filtering: keep the most probable tokens until their probabilities add up to ``top_p``; every
     other logit becomes −inf. The best token always stays (``None`` or 1.0: unchanged)."""
     check_float(logits, "logits")
-    top_p = _check_top_p(top_p)
+    top_p = _check_sampling(1.0, None, top_p)[2]
     if top_p is None:
         return logits
     sorted_logits, order = logits.sort(dim=-1, descending=True)
@@ -65,9 +52,7 @@ def sampling_distribution(
 ) -> torch.Tensor:
     """``logits (…, V)`` -> the probabilities ``(…, V)`` (float32) that ``sample_next`` draws from."""
     check_float(logits, "logits")
-    temperature = _check_temperature(temperature)
-    _check_top_k(top_k)  # bad values are refused even when greedy ignores them
-    _check_top_p(top_p)
+    temperature, top_k, top_p = _check_sampling(temperature, top_k, top_p)  # checked even when greedy ignores them
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()

@@ -1,7 +1,5 @@
-"""Measuring speed honestly (lesson 14, ``benchmarks/``): warm-up, device synchronisation, medians.
-
-GPU kernels run asynchronously: without ``torch.cuda.synchronize()`` a timer measures only the launch. The first
-calls pay for allocation, kernel selection and compilation, so they are run and thrown away first.
+"""Measuring speed honestly (lesson 14, ``benchmarks/``): warm-up calls thrown away (allocation, kernel selection,
+compilation), ``torch.cuda.synchronize()`` before reading the clock (GPU kernels run asynchronously), medians.
 """
 
 from __future__ import annotations
