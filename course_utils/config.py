@@ -19,12 +19,10 @@ def check_pad_id(pad_id, vocab_size: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class LayerConfig:
-    """Shared layer hyperparameters: ``dropout`` is the residual dropout (and the models' embedding dropout);
-    ``attn_dropout`` (on the attention weights) and ``ffn_dropout`` (between the FFN's linear maps) default to it.
-    ``activation``: ``"relu"`` (the paper) or ``"gelu"`` (GPT, BERT); ``norm_first``: pre-norm x + F(LN(x)) (GPT-2)
-    instead of the paper's post-norm LN(x + F(x)); ``eps``: ε of every norm; ``norm``: ``"layer"`` or ``"rms"``;
-    ``bias``: the biases of every linear map and β.
-    """
+    """``dropout``: residual (and embedding) dropout; ``attn_dropout`` (attention weights) and ``ffn_dropout``
+    (between the FFN's linear maps) default to it. ``activation``: ``"relu"`` (the paper) or ``"gelu"`` (GPT, BERT);
+    ``norm_first``: pre-norm x + F(LN(x)) (GPT-2) instead of post-norm LN(x + F(x)); ``eps``: ε of every norm;
+    ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β."""
 
     dropout: float = 0.1
     attn_dropout: float | None = None

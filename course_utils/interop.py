@@ -13,8 +13,7 @@ from .models import Decoder, Encoder
 from .multihead import MultiHeadAttention
 from .norm import LayerNorm
 
-# Each *_pairs function lists (our tensor, torch's tensor, name) once; _transfer copies them either way, so the
-# two directions can never disagree about which tensor goes where.
+# Each *_pairs lists (our tensor, torch's tensor, name) once and _transfer copies either way: the directions agree.
 Pairs = list[tuple[torch.Tensor | None, torch.Tensor | None, str]]
 
 

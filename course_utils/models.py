@@ -16,8 +16,6 @@ from .pooling import check_keep_mask, masked_mean
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
 from .validation import check_bool, check_int, check_rank
 
-_POSITIONAL = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEmbedding}
-
 
 class _LayerStack(nn.Module):
     """N identical layers (``layer_class``) plus the final norm that pre-norm needs; ``d_ff=None``: 4·d_model."""
@@ -125,10 +123,11 @@ class EncoderClassifier(nn.Module):
         if check_int(n_classes, "n_classes") < 2:
             raise ValueError(f"n_classes must be >= 2 (a softmax over one class is always 1), got {n_classes}")
         self.pad_id, self.pool, self.max_len = check_pad_id(pad_id, check_int(vocab_size, "vocab_size")), pool, max_len
-        if positional not in _POSITIONAL:
+        pos_class = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEmbedding}.get(positional)
+        if pos_class is None:
             raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
         self.embed = TokenEmbedding(vocab_size, d_model)
-        self.pos = _POSITIONAL[positional](d_model, max_len=max_len, dropout=cfg.dropout)
+        self.pos = pos_class(d_model, max_len=max_len, dropout=cfg.dropout)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
         self.head = nn.Linear(d_model, n_classes, bias=cfg.bias)
         nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale

@@ -1,6 +1,4 @@
-"""Normalisation layers (lesson 06).
-
-LayerNorm normalises each position's feature vector x ∈ ℝ^d on its own::
+"""Normalisation layers (lesson 06). LayerNorm normalises each position's feature vector x ∈ ℝ^d on its own::
 
     μ = (1/d) Σ_j x_j          σ² = (1/d) Σ_j (x_j − μ)²   (biased: divide by d, not d − 1)
     LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β                       (ε inside the square root)
@@ -28,11 +26,8 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor 
     mean = x.mean(dim=-1, keepdim=True)  # (…, 1)
     var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # biased variance, (…, 1)
     y = (x - mean) * torch.rsqrt(var + eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y.to(dtype)
+    y = y if weight is None else y * weight  # γ (elementwise_affine=False: none)
+    return (y if bias is None else y + bias).to(dtype)  # β
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

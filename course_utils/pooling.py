@@ -1,8 +1,6 @@
-"""Pooling token vectors into one vector per sequence (lessons 09 and 13).
-
-A sequence's vector must not depend on who else is in its batch, so padding must not vote. The masked mean over
-the real tokens (``keep`` True / 1) is h̄_b = Σ_t keep_bt · h_bt / max(1, Σ_t keep_bt); the ``max(1, ·)`` pools a
-row with no real token to the zero vector instead of 0/0 = NaN.
+"""Pooling token vectors into one vector per sequence (lessons 09 and 13); padding must not vote. The masked mean
+over the real tokens (``keep`` True / 1) is h̄_b = Σ_t keep_bt · h_bt / max(1, Σ_t keep_bt): a row with no real
+token pools to the zero vector instead of 0/0 = NaN.
 """
 
 from __future__ import annotations
@@ -13,9 +11,8 @@ from .validation import check_rank, check_tensor, reads_values
 
 
 def check_keep_mask(keep: torch.Tensor, shape: tuple[int, ...], name: str = "keep") -> torch.Tensor:
-    """A ``(B, T)`` keep-mask: bool (True = real token) or integers 0/1 (1 = real token, transformers'
-    ``attention_mask``). Float masks are refused: an additive mask (0 = keep, −inf = drop) read as 1/0 would
-    silently keep exactly the padding."""
+    """A ``(B, T)`` keep-mask -> bool: bool (True = real token) or 0/1 integers (transformers' ``attention_mask``).
+    Floats are refused: an additive mask (0 = keep, −inf = drop) read as 1/0 would keep exactly the padding."""
     check_tensor(keep, name)
     if tuple(keep.shape) != tuple(shape):
         raise ValueError(f"{name} has shape {tuple(keep.shape)}, expected {tuple(shape)} (B, T): one entry per "

@@ -84,8 +84,7 @@ class LearnedPositionalEmbedding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         offset = _check_input(x, offset, self.d_model, self.max_len, self.embedding.weight)
         check_dtype(x, "x", self.embedding.weight.dtype, "the positional table")
-        positions = torch.arange(offset, offset + x.size(1), device=x.device)
-        return self.dropout(x + self.embedding(positions))
+        return self.dropout(x + self.embedding.weight[offset : offset + x.size(1)])  # P[pos], (B, T, C)
 
 
 class TokenEmbedding(nn.Module):
