@@ -115,8 +115,7 @@ def check_zip_members(zf: zipfile.ZipFile) -> None:
 
 
 def _merge_into(src: Path, dst: Path) -> None:
-    """Move the tree ``src`` into ``dst``: archive entries replace same-named ones, anything else already in
-    ``dst`` (a student's own notes inside ``aclImdb/``) stays."""
+    """Move the tree ``src`` into ``dst``: same-named entries are replaced, anything else (a student's notes) stays."""
     for entry in src.iterdir():
         final = dst / entry.name
         if entry.is_dir() and not entry.is_symlink() and final.is_dir() and not final.is_symlink():

@@ -71,9 +71,8 @@ def _state(path: Path) -> tuple:
     quick = hashlib.sha256()
     with open(path, "rb") as f:
         quick.update(f.read(_SAMPLE))
-        if st.st_size > _SAMPLE:
-            f.seek(max(_SAMPLE, st.st_size - _SAMPLE))
-            quick.update(f.read(_SAMPLE))
+        f.seek(max(_SAMPLE, st.st_size - _SAMPLE))  # past the end of a small file: reads nothing
+        quick.update(f.read(_SAMPLE))
     return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino, quick.hexdigest())
 
 

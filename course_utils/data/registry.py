@@ -11,10 +11,9 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Resource:
-    """One file of a dataset: ``path`` (``/``-separated, relative to the data folder), ``size`` and ``sha256``
-    of the file *as it lies in the data folder*. ``urls`` are tried in order (none: only a data folder has these
-    bytes); ``derive`` maps downloaded bytes to the data-folder layout before the check; ``extract_to`` marks an
-    archive and names the folder it is unpacked into."""
+    """One file of a dataset: ``path`` (``/``-separated, in the data folder), ``size`` and ``sha256`` of the file *as
+    it lies there*. ``urls`` are tried in order (none: only a data folder has these bytes); ``derive`` maps downloaded
+    bytes to that layout before the check; ``extract_to`` marks an archive and names the folder it is unpacked into."""
 
     name: str
     path: str

@@ -89,12 +89,10 @@ def _check_zip(tmp: Path) -> None:
 
 def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: bool = True, fallback: bool = True,
                      download: bool = True, progress: bool = True) -> Pairs:
-    """Tatoeba pairs ``(english, chinese)``, the Chinese in simplified characters by default.
-
-    Reads ``tatoeba_cmn/cmn.txt``, else ``tatoeba_cmn/cmn-eng.zip`` in the data folder, else downloads the zip (when
-    allowed), else (``fallback=True``) returns the bundled sample with a :class:`SampleDataWarning`. A damaged file
-    raises ``ValueError`` naming the line, never falls back silently.
-    """
+    """Tatoeba pairs ``(english, chinese)``, the Chinese in simplified characters by default: ``tatoeba_cmn/cmn.txt``,
+    else ``tatoeba_cmn/cmn-eng.zip`` in the data folder, else the zip downloaded (if allowed), else (``fallback=True``)
+    the bundled sample with a :class:`SampleDataWarning`. A damaged file raises ``ValueError`` naming the line, never
+    falls back silently."""
     root, res = _resolve_dir(data_dir), get_resource("tatoeba-cmn")
     found = [p for p in (root / res.path, root / ZIP_PATH) if p.is_file()]
     kind, failures = "data_dir", []
@@ -156,8 +154,7 @@ def english_key(sentence: str) -> str:
 def group_by_english(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
     """English sentence -> its distinct Chinese translations, in first-seen order; sentences with the same
     :func:`english_key` form one group, named by its first-seen spelling."""
-    names: dict[str, str] = {}
-    groups: dict[str, list[str]] = {}
+    names, groups = {}, {}  # english_key -> first spelling; first spelling -> translations
     for en, zh in pairs:
         refs = groups.setdefault(names.setdefault(english_key(en), " ".join(en.split())), [])
         if zh not in refs:
@@ -190,9 +187,8 @@ def _check_refs(hypotheses, references) -> list[list[str | None]]:
     if any(isinstance(r, str) or not r for r in references):
         raise ValueError("references must hold one non-empty *list* of translations per hypothesis, e.g. "
                          "[['我们走吧。'], ['他是老师。', '他是个老师。']]")
-    width = max((len(r) for r in references), default=0)
     # sacreBLEU wants reference *streams* (the k-th reference of every sentence); None fills missing ones
-    return [[r[k] if k < len(r) else None for r in references] for k in range(width)]
+    return [[r[k] if k < len(r) else None for r in references] for k in range(max(map(len, references), default=0))]
 
 
 def corpus_bleu(hypotheses: list[str], references: list[list[str]]):

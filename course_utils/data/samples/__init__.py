@@ -1,12 +1,10 @@
 """Tiny bundled stand-ins, used only when the real data cannot be had (each use warns, see :func:`warn_sample`).
 
-* ``sentiment_en.tsv``: 60 English movie-review sentences, 30 positive / 30 negative (SST-2, IMDB);
-* ``sentiment_zh.tsv``: 40 Chinese hotel-review sentences, 20 / 20 (ChnSentiCorp);
-* ``prose_en.txt``: about 300 lines of original English prose (tiny-shakespeare);
-* ``tatoeba_cmn_sample.tsv``: 413 English–Chinese pairs (386 English sentences of up to 7 words, all their
-  translations) from Tatoeba (https://tatoeba.org, CC BY 2.0 FR, https://creativecommons.org/licenses/by/2.0/fr/)
-  as packaged by https://www.manythings.org/anki/. The other three are the course's own, public domain.
-"""
+The course's own, public domain: ``sentiment_en.tsv``, 60 English movie-review sentences, 30 positive / 30 negative
+(SST-2, IMDB); ``sentiment_zh.tsv``, 40 Chinese hotel-review sentences, 20 / 20 (ChnSentiCorp); ``prose_en.txt``, about
+300 lines of original English prose (tiny-shakespeare). ``tatoeba_cmn_sample.tsv``: 413 English–Chinese pairs (386
+English sentences of up to 7 words, all their translations) from Tatoeba (https://tatoeba.org, CC BY 2.0 FR,
+https://creativecommons.org/licenses/by/2.0/fr/) as packaged by https://www.manythings.org/anki/."""
 
 from __future__ import annotations
 
@@ -44,12 +42,10 @@ def sample_sentiment(lang: str = "en", split: str = "all") -> list[tuple[str, in
         raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
     lines = _read(f"sentiment_{lang}.tsv").splitlines()[1:]  # first line is the header
     rows = [(text, int(label)) for label, text in (line.split("\t", 1) for line in lines if line.strip())]
-    if split == "all":
-        return rows
-    held_out = split in ("dev", "test", "validation")
-    if not held_out and split != "train":
+    if split not in ("train", "dev", "test", "validation", "all"):
         raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
-    return [row for i, row in enumerate(rows) if (i % HOLDOUT_EVERY == HOLDOUT_EVERY - 1) == held_out]
+    held_out = split in ("dev", "test", "validation")
+    return [row for i, row in enumerate(rows) if split == "all" or (i % HOLDOUT_EVERY == HOLDOUT_EVERY - 1) == held_out]
 
 
 def warn_sample(title: str, sample: str, size: str, reason: Exception, stacklevel: int = 3) -> None:
