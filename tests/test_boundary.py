@@ -90,9 +90,6 @@ def test_no_course_utils_module_is_over_300_lines():
     assert not too_long, f"modules over 300 lines: {too_long}"
 
 
-# Issue 10 asks for <= 5,000 lines. Not met yet (about 6,500 after the hardening of issues 10-11): strict, so that this
-# marker must go as soon as the package is trimmed below the limit.
-@pytest.mark.xfail(strict=True, reason="course_utils is still over 5,000 lines (issue 10, open)")
 def test_course_utils_is_at_most_5000_lines():
     total = sum(_line_counts().values())
     assert total <= 5000, f"course_utils has {total} lines (limit 5,000)"
