@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .validation import check_int, check_probability
+from .layers import check_activation
+from .norm import check_norm_kind
+from .validation import check_bool, check_int, check_positive, check_probability
 
 
 def check_pad_id(pad_id, vocab_size: int) -> int:
@@ -34,10 +36,15 @@ class LayerConfig:
     bias: bool = True
 
     def __post_init__(self):
-        # Each other field is refused by the layer that uses it; the attention and the FFN call these "dropout".
-        for name in ("attn_dropout", "ffn_dropout"):
+        # Refused when the config is made, with the messages the layers give, not later when a layer reads it.
+        for name in ("dropout", "attn_dropout", "ffn_dropout"):
             if getattr(self, name) is not None:
                 check_probability(getattr(self, name), name)
+        check_activation(self.activation)
+        check_norm_kind(self.norm)
+        check_bool(self.norm_first, "norm_first")
+        check_bool(self.bias, "bias")
+        check_positive(self.eps, "eps")
 
     @classmethod
     def merge(cls, given: dict, **defaults) -> LayerConfig:

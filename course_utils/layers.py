@@ -21,16 +21,20 @@ from .validation import check_bool, check_int, check_probability, check_rank
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
+def check_activation(name: str) -> str:
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
+    return name
+
+
 class PositionwiseFeedForward(nn.Module):
     """Two linear maps with a non-linearity between them; the same weights at every position."""
 
     def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: str = "relu", bias: bool = True):
         super().__init__()
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        self.activation = _ACTIVATIONS[check_activation(activation)]
         self.linear1 = nn.Linear(check_int(d_model, "d_model"), check_int(d_ff, "d_ff"), bias=check_bool(bias, "bias"))
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
-        self.activation = _ACTIVATIONS[activation]
         self.dropout = nn.Dropout(check_probability(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

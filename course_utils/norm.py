@@ -45,7 +45,8 @@ class LayerNorm(nn.Module):
         super().__init__()
         self.d_model, self.eps = check_int(d_model, "d_model"), check_positive(eps, "eps")
         self.fused = check_bool(fused, "fused")
-        check_bool(elementwise_affine, "elementwise_affine"), check_bool(bias, "bias")
+        check_bool(elementwise_affine, "elementwise_affine")
+        check_bool(bias, "bias")
         self.weight = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None  # γ
         self.bias = nn.Parameter(torch.zeros(d_model)) if elementwise_affine and bias else None  # β
 
@@ -82,8 +83,13 @@ class RMSNorm(nn.Module):
         return f"{self.d_model}, eps={self.eps}"
 
 
-def make_norm(kind: str, d_model: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
-    """``"layer"`` -> LayerNorm (β only with ``bias``), ``"rms"`` -> RMSNorm (never a β)."""
+def check_norm_kind(kind: str) -> str:
     if kind not in ("layer", "rms"):
         raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
+    return kind
+
+
+def make_norm(kind: str, d_model: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
+    """``"layer"`` -> LayerNorm (β only with ``bias``), ``"rms"`` -> RMSNorm (never a β)."""
+    check_norm_kind(kind)
     return LayerNorm(d_model, eps=eps, bias=bias) if kind == "layer" else RMSNorm(d_model, eps=eps)

@@ -189,3 +189,16 @@ def test_layer_constructors_are_keyword_only():
         LayerNorm(8, 1e-6)
     with pytest.raises(TypeError, match="unknown keyword"):
         Transformer(10, 10, block_size=8)
+
+
+@pytest.mark.parametrize("field, value, error, words", [
+    ("activation", "tanh", ValueError, "activation must be one of"), ("norm", "batch", ValueError, "norm must be"),
+    ("eps", 0.0, ValueError, "eps must be > 0"), ("bias", 1, TypeError, "bias must be True or False"),
+    ("norm_first", "yes", TypeError, "norm_first"), ("dropout", 1.5, ValueError, "dropout must be in"),
+    ("ffn_dropout", -0.1, ValueError, "ffn_dropout must be in"),
+])
+def test_layer_config_refuses_a_bad_field_when_it_is_made(field, value, error, words):
+    from course_utils.config import LayerConfig
+
+    with pytest.raises(error, match=words):
+        LayerConfig(**{field: value})
