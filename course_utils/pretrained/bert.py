@@ -109,8 +109,9 @@ class BertEncoder(nn.Module):
         if input_ids.size(1) > self.config.max_position_embeddings:
             raise ValueError(f"{input_ids.size(1)} tokens but the model has {self.config.max_position_embeddings} "
                              f"positions: encode with max_len <= {self.config.max_position_embeddings}")
-        mask = None if attention_mask is None else \
-            check_keep_mask(attention_mask, input_ids.shape, "attention_mask")[:, None, None, :]  # (B, 1, 1, T)
+        mask = None
+        if attention_mask is not None:
+            mask = check_keep_mask(attention_mask, input_ids.shape, "attention_mask")[:, None, None, :]  # (B, 1, 1, T)
         return self.encoder(self.embeddings(input_ids, token_type_ids), mask)  # (B, T, C)
 
 
@@ -161,8 +162,8 @@ class SentenceEncoder(nn.Module):
         batches: list[list[int]] = []
         for i in sorted(range(len(texts)), key=lambda i: -lengths[i]):      # longest first
             b = batches[-1] if batches else []
-            if not b or len(b) == batch_size or (len(b) + 1) * lengths[b[0]] > max_tokens \
-                    or 2 * lengths[i] < lengths[b[0]]:
+            if (not b or len(b) == batch_size or (len(b) + 1) * lengths[b[0]] > max_tokens
+                    or 2 * lengths[i] < lengths[b[0]]):  # full, or much shorter than the batch's longest
                 batches.append([])
             batches[-1].append(i)
         with evaluating(self):
