@@ -37,6 +37,8 @@ from course_utils import losses  # noqa: E402
 from course_utils.data.translation import (  # noqa: E402
     corpus_bleu,
     corpus_chrf,
+    english_key,
+    group_by_english,
     grouped_split,
     load_tatoeba_cmn,
 )
@@ -59,19 +61,35 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--min-freq", type=int, default=2, help="English words seen fewer times become <unk>")
     parser.add_argument("--max-words", type=int, default=30, help="longer training pairs are dropped")
-    parser.add_argument("--n-test", type=int, default=1500, help="held-out English sentences")
+    parser.add_argument("--n-test", type=int, default=1500, help="held-out English sentences (with --heldout random)")
+    parser.add_argument("--heldout", choices=["lesson10", "random"], default="lesson10",
+                        help="lesson10: test on every sentence lesson 10 tests at either budget (never trained on); "
+                             "random: --n-test English sentences drawn with --seed")
     parser.add_argument("--beam", type=int, default=4, help="beam size (0: greedy only)")
     parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (the course's 2 cores)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and of the initial weights")
     parser.add_argument("--data-dir", default=None, help="data folder (default: COURSE_DATA_DIR or the cache)")
     parser.add_argument("--json", default=None, help="also write the result to this file")
+    parser.add_argument("--save-as", default=None,
+                        help="save the trained model as a course model in this folder (course_models/, docs/design.md)")
     args = parser.parse_args(argv)
     if min(args.steps or 1, args.batch_tokens, args.n_test) < 1 or args.minutes <= 0:
         parser.error("--minutes, --steps, --batch-tokens and --n-test must be positive")
     if args.d_model % args.heads:
         parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
     return args
+
+
+def lesson10_test_keys(pairs) -> set[str]:
+    """The English keys lesson 10 tests on, at its CPU budget (≤ 5 words, 400 sentences) and its full one (≤ 12
+    words, 1,500): the notebook's own split, so the course translator never trains on a sentence the lesson scores."""
+    keys = set()
+    for max_words, n_test in ((5, 400), (12, 1500)):
+        short = [(en, zh) for en, zh in pairs if len(en.split()) <= max_words]
+        _, test = grouped_split(short, min(n_test, len({en for en, _ in short}) // 5), seed=0)
+        keys |= {english_key(en) for en, _ in test}
+    return keys
 
 
 def main(argv=None) -> int:
@@ -86,7 +104,14 @@ def main(argv=None) -> int:
     if not real:
         print("WARNING: tiny bundled sample instead of Tatoeba: the scores below mean nothing. "
               "Set COURSE_DATA_DIR (docs/data.md).")
-    train_pairs, test = grouped_split(pairs, min(args.n_test, len({en for en, _ in pairs}) - 1), seed=args.seed)
+    if args.heldout == "lesson10":
+        held = lesson10_test_keys(pairs)
+        groups = group_by_english(pairs)
+        test = sorted(((en, refs) for en, refs in groups.items() if english_key(en) in held),
+                      key=lambda item: (len(item[0]), item[0]))
+        train_pairs = [(en, zh) for en, refs in groups.items() if english_key(en) not in held for zh in refs]
+    else:
+        train_pairs, test = grouped_split(pairs, min(args.n_test, len({en for en, _ in pairs}) - 1), seed=args.seed)
     train_pairs = [(en, zh) for en, zh in train_pairs if len(en.split()) <= args.max_words]
     assert not {en for en, _ in train_pairs} & {en for en, _ in test}    # the split is by English sentence
     test_src, test_refs = [en for en, _ in test], [refs for _, refs in test]
@@ -177,6 +202,23 @@ def main(argv=None) -> int:
                                list(zip(test_src, best["outputs"], test_refs))[:: max(1, len(test) // 20)]]}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    if args.save_as:
+        Path(args.save_as).mkdir(parents=True, exist_ok=True)
+        torch.save({"model": model.state_dict(), "source": src_tok.to_dict(), "target": tgt_tok.to_dict()},
+                   Path(args.save_as) / "translator_en_zh.raw.pt")  # in case the course-model export fails
+        from course_utils.pretrained.course_models import save_course_model
+
+        config = dict(src_vocab=src_tok.vocab_size, tgt_vocab=tgt_tok.vocab_size, d_model=args.d_model,
+                      n_heads=args.heads, n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff,
+                      dropout=args.dropout, max_len=256, pad_id=pad, tie_weights=True)
+        metrics = {"bleu_beam": results["beam"]["bleu"] if args.beam else None,
+                   "bleu_greedy": results["greedy"]["bleu"],
+                   "chrf_greedy": results["greedy"]["chrf"], "lookup_bleu": baseline["bleu"],
+                   "test_sentences": len(test), "steps": steps, "final_train_loss": final_loss}
+        path = save_course_model(args.save_as, "translator_en_zh", model.cpu(), kind="transformer", config=config,
+                                 tokenizers={"source": src_tok, "target": tgt_tok}, metrics=metrics, seed=args.seed,
+                                 minutes=total_s / 60, heldout_english=sorted(english_key(en) for en in test_src))
+        print(f"saved the course model: {path}")
     return 0
 
 

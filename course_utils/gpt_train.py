@@ -118,6 +118,7 @@ def main(argv=None) -> dict:
     history = fit(
         net, get_batch, loss_fn, steps=args.steps, optimizer=optimizer, amp=args.amp, schedule=scheduler,
         clip_grad=1.0, eval_fn=eval_fn if lead else None, checkpoint_path=args.out if lead else None, device=device,
+        checkpoint_every=500 if lead and args.out else 0,
         seed=args.seed + rank, progress=lead, history=history,
     )
     summary = {

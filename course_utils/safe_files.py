@@ -140,3 +140,38 @@ def crc_problem(path: Path) -> str | None:
         return f"is corrupt or truncated ({err})"
     return None if bad is None else (f"is damaged: the bytes of its entry {bad!r} do not match their CRC-32 "
                                      "checksum (a disk, memory or copy error changed them)")
+
+
+class FileMismatchError(ValueError):
+    """A file is not the one a table or manifest names (size or sha256 differ)."""
+
+
+_SHA256_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file, hashed once per process while its path, size and mtime stay the same."""
+    import hashlib
+
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _SHA256_CACHE:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _SHA256_CACHE[key] = digest.hexdigest()
+    return _SHA256_CACHE[key]
+
+
+def verify_file(path: str | os.PathLike, *, size: int, sha256: str, fix: str) -> None:
+    """Refuse ``path`` unless it has exactly ``size`` bytes and this ``sha256``; the message ends with ``fix``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: {fix}")
+    actual = path.stat().st_size
+    found = file_sha256(path) if actual == size else None
+    if actual != size or found != sha256:
+        raise FileMismatchError(f"{path} is not the expected file: {actual:,} bytes, sha256 {found or 'not computed'}; "
+                                f"expected {size:,} bytes, sha256 {sha256}. {fix}")

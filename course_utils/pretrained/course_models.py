@@ -1,0 +1,114 @@
+"""The course's own trained models (lessons 09-12): weights in float16 safetensors and a JSON manifest that records
+the command that made them, the commit, seed, device, threads, minutes, held-out metrics, size and sha256.
+
+    model, tokenizers, manifest = load_course_model("gpt_shakespeare")   # eval mode, checksum verified
+
+The folder is ``COURSE_MODELS_DIR`` when set, else the first ``course_models/`` found from the working directory
+upwards (a clone's own, from the repository or a notebook folder). The models are not in the wheel.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from safetensors.torch import load_model, save_model
+
+from ..models import GPT, EncoderClassifier, MaskedLM, Transformer
+from ..safe_files import file_sha256, verify_file
+from ..tokenizers import Tokenizer
+
+KINDS = {"gpt": GPT, "transformer": Transformer, "masked_lm": MaskedLM, "encoder_classifier": EncoderClassifier}
+
+
+class CourseModel(NamedTuple):
+    model: torch.nn.Module
+    tokenizers: dict[str, Tokenizer]
+    manifest: dict
+
+
+def course_models_dir(folder: str | os.PathLike | None = None) -> Path:
+    """``folder``, else ``COURSE_MODELS_DIR``, else the nearest ``course_models/`` from the working directory up."""
+    if folder is None and os.environ.get("COURSE_MODELS_DIR"):
+        folder = os.environ["COURSE_MODELS_DIR"]
+    if folder is not None:
+        if not Path(folder).is_dir():
+            raise FileNotFoundError(f"course models folder {folder} does not exist")
+        return Path(folder)
+    for parent in (Path.cwd(), *Path.cwd().parents):
+        if (parent / "course_models").is_dir():
+            return parent / "course_models"
+    raise FileNotFoundError("no course_models/ folder in the working directory or above it: run from the course's "
+                            "clone, or set COURSE_MODELS_DIR to the folder that holds the .json manifests")
+
+
+def _cpu_name() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Module, *, kind: str, config: dict,
+                      tokenizers: dict[str, Tokenizer], metrics: dict, seed: int, minutes: float, **extra) -> Path:
+    """Write ``name.safetensors`` (float16) and ``name.json`` into ``folder``; return the manifest's path.
+    ``config`` is what ``KINDS[kind](**config)`` rebuilds the model from; ``extra`` goes into the manifest as is."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    weights, manifest_path = folder / f"{name}.safetensors", folder / f"{name}.json"
+    tmp = weights.with_suffix(".tmp")
+    save_model(copy.deepcopy(model).cpu().half(), str(tmp))  # tied weights are stored once
+    os.replace(tmp, weights)
+    device = next(model.parameters()).device
+    argv = [Path(sys.executable).name if i == 0 else a for i, a in enumerate(getattr(sys, "orig_argv", sys.argv))]
+    manifest = {"name": name, "kind": kind, "config": config,
+                "tokenizers": {role: tok.to_dict() for role, tok in tokenizers.items()}, "metrics": metrics,
+                "command": " ".join(map(shlex.quote, ["python", *argv[1:]])), "commit": _commit(), "seed": seed,
+                "device": device.type,
+                "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name(),
+                "threads": torch.get_num_threads(), "minutes": round(minutes, 2), "torch": torch.__version__,
+                "date": time.strftime("%Y-%m-%d"), "file": weights.name, "dtype": "float16",
+                "bytes": weights.stat().st_size, "sha256": file_sha256(weights), **extra}
+    tmp = manifest_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, manifest_path)
+    return manifest_path
+
+
+def load_course_model(name: str, folder: str | os.PathLike | None = None, device: str = "cpu") -> CourseModel:
+    """``(model in eval mode, {role: tokenizer}, manifest)``; the weights' size and sha256 are checked against the
+    manifest first, and a missing or damaged file raises an error naming the command that rebuilds it."""
+    root = course_models_dir(folder)
+    manifest_path = root / f"{name}.json"
+    if not manifest_path.is_file():
+        known = sorted(p.stem for p in root.glob("*.json"))
+        raise FileNotFoundError(f"no course model {name!r} in {root} (known: {', '.join(known) or 'none'})")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    weights = root / manifest["file"]
+    verify_file(weights, size=manifest["bytes"], sha256=manifest["sha256"],
+                fix=f"Restore it (git checkout -- {weights.name}) or rebuild it: {manifest['command']}")
+    model = KINDS[manifest["kind"]](**manifest["config"]).half()
+    load_model(model, str(weights), strict=True)
+    tokenizers = {role: Tokenizer.from_dict(d) for role, d in manifest["tokenizers"].items()}
+    return CourseModel(model.float().to(device).eval(), tokenizers, manifest)
