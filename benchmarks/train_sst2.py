@@ -60,6 +60,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--data-dir", default=None, help="data folder (default: COURSE_DATA_DIR or the cache)")
     parser.add_argument("--json", default=None, help="also write the result and the dev curve to this file")
+    parser.add_argument("--save-as", default=None, help="save the trained model as a course model in this folder")
     args = parser.parse_args(argv)
     for key, value in SIZES[args.size].items():
         if getattr(args, key) is None:
@@ -133,6 +134,17 @@ def main(argv=None) -> int:
                   "total_seconds": total_s, "total_cpu_seconds": total_cpu, "threads": torch.get_num_threads(),
                   "args": vars(args), "val_step": history.val_step, "val_acc": history.metrics["val_acc"]}
         Path(args.json).write_text(json.dumps(result, indent=1))
+    if args.save_as:
+        from course_utils.pretrained.course_models import save_course_model
+
+        config = dict(vocab_size=tok.vocab_size, n_classes=2, d_model=args.d_model, n_heads=args.heads,
+                      n_layers=args.layers, d_ff=args.d_ff, dropout=args.dropout)
+        metrics = {"dev_accuracy": acc, "majority_baseline": baseline, "steps": len(history.step),
+                   "curve": {"step": list(history.val_step), "dev_accuracy": history.metrics["val_acc"]}}
+        print("saved", save_course_model(args.save_as, "sst2_classifier", model.cpu().eval(),
+                                         kind="encoder_classifier", config=config, tokenizers={"words": tok},
+                                         metrics=metrics, seed=args.seed, minutes=train_s / 60,
+                                         max_len=args.max_len))
     return 0
 
 

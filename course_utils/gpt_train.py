@@ -47,6 +47,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--text-file", default=None, help="train on this text instead of tiny-shakespeare")
     p.add_argument("--out", default=None, help="checkpoint path (resumes when it exists)")
+    p.add_argument("--save-as", default=None, help="also save a course model (weights + manifest) in this folder")
+    p.add_argument("--name", default="gpt_shakespeare", help="the course model's name (with --save-as)")
     p.add_argument("--device", default=None)
     args = p.parse_args(argv)
     for key, value in PRESETS[args.preset].items():
@@ -134,6 +136,15 @@ def main(argv=None) -> dict:
         dist.all_gather_object(checks, summary["param_checksum"])
         summary["ranks_in_sync"] = max(checks) - min(checks) <= 1e-9 * max(1.0, abs(max(checks)))
         dist.destroy_process_group()
+    if lead and args.save_as:
+        from .pretrained.course_models import save_course_model
+
+        config = dict(vocab_size=tok.vocab_size, max_len=args.block_size, n_layers=args.n_layers,
+                      n_heads=args.n_heads, d_model=args.d_model, dropout=args.dropout)
+        metrics = {k: summary[k] for k in ("val_loss", "train_loss", "steps", "steady_tokens_per_s")}
+        summary["saved"] = str(save_course_model(args.save_as, args.name, model, kind="gpt", config=config,
+                                                 tokenizers={"chars": tok}, metrics=metrics, seed=args.seed,
+                                                 minutes=history.elapsed[-1] / 60 if history.elapsed else 0.0))
     if lead:
         print(json.dumps(summary))
     return summary

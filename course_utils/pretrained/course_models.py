@@ -79,6 +79,7 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
     weights, manifest_path = folder / f"{name}.safetensors", folder / f"{name}.json"
     tmp = weights.with_suffix(".tmp")
     save_model(copy.deepcopy(model).cpu().half(), str(tmp))  # tied weights are stored once
+    os.chmod(tmp, 0o644)
     os.replace(tmp, weights)
     device = next(model.parameters()).device
     argv = [Path(sys.executable).name if i == 0 else a for i, a in enumerate(getattr(sys, "orig_argv", sys.argv))]
