@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import importlib
 
-from .attention import KVCache, MultiHeadAttention, attention_with_weights, record_attention
+from .attention import attention_with_weights
+from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, Residual
 from .masks import causal_mask, combine_masks, padding_mask
 from .models import GPT, Decoder, Encoder, EncoderClassifier, MaskedLM, Transformer
+from .multihead import MultiHeadAttention, record_attention
 from .norm import LayerNorm, RMSNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding, sinusoidal_encoding
 

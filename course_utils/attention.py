@@ -119,11 +119,3 @@ def attention_with_weights(
     out = (F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights) @ v.to(work)
     return out.to(q.dtype), weights.to(q.dtype)  # (…, T_q, d_v), (…, T_q, T_k)
 
-
-def __getattr__(name: str):
-    # MultiHeadAttention lives in multihead.py (which imports this module); re-exported here lazily.
-    if name in ("MultiHeadAttention", "record_attention"):
-        from . import multihead
-
-        return getattr(multihead, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .config import check_norm_kind
 from .validation import check_bool, check_float, check_int, check_last_dim, check_positive, check_same_device
 
 
@@ -81,12 +82,6 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"
-
-
-def check_norm_kind(kind: str) -> str:
-    if kind not in ("layer", "rms"):
-        raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
-    return kind
 
 
 def make_norm(kind: str, d_model: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
 from .interop import load_mha_from_torch
+from .multihead import MultiHeadAttention
 
 
 def synchronize(device) -> None:

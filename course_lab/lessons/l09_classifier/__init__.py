@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.attention import record_attention
+from course_utils.multihead import record_attention
 
 from ... import i18n, viz
 from .checks import accuracy
