@@ -1,6 +1,5 @@
 """course_utils: the companion package of the course "Transformers from scratch" (one concept per module, see
-docs/design.md). Needs only torch, numpy, safetensors and tqdm; never imports the notebook layer ``course_lab``.
-"""
+docs/design.md). Needs only torch, numpy, safetensors and tqdm; never imports the notebook layer ``course_lab``."""
 
 from __future__ import annotations
 

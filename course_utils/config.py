@@ -1,7 +1,6 @@
 """The hyperparameters every layer of a model shares, in one object (lessons 06, 07, 09–12): every model
 takes them as keywords, e.g. ``GPT(65, dropout=0.1, attn_dropout=0.0, bias=False)``, and hands one ``LayerConfig`` to
-each of its layers and to its final norm. A leaf: it imports nothing from course_utils but ``validation``.
-"""
+each of its layers and to its final norm. A leaf: it imports nothing from course_utils but ``validation``."""
 
 from __future__ import annotations
 

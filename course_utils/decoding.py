@@ -2,8 +2,7 @@
 ``beam_search`` (the ``beam_size`` best partial hypotheses by Σ log P, finished ones ranked by score / lp(L) with GNMT's
 lp(L) = ((5 + L) / 6)^α, Wu et al., 2016), ``generate`` / ``stream_tokens`` (sampling a ``GPT``). All run under
 ``modes.evaluating`` (eval mode, no gradients, the caller's mode restored) and feed only the newest token per step
-with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower).
-"""
+with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Whole models built from the layers (lessons 07, 09–13). Vocabulary sizes are positional, everything else
-keyword-only with the same names in every model; the shared layer hyperparameters are a ``config.LayerConfig``.
-"""
+keyword-only with the same names in every model; the shared layer hyperparameters are a ``config.LayerConfig``."""
 
 from __future__ import annotations
 

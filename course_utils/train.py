@@ -1,8 +1,7 @@
 """A small, readable training loop (lessons 09-13 and the benchmarks): ``fit`` is lesson 09's whole recipe.
 
 ``get_batch(step)`` must be a deterministic function of ``step``: with the RNG states stored in each checkpoint, a
-resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit on CPU).
-"""
+resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit on CPU)."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     before the update. ``checkpoint_path``: resume from it (``resume=True``), write it every ``checkpoint_every``
     steps and at the end; a ``history`` passed in is continued. Ctrl+C never leaves a half checkpoint; then
     ``on_interrupt="return"`` (``"auto"`` in Jupyter) returns the history with ``interrupted=True``, ``"raise"``
-    (``"auto"`` in a script) re-raises with ``err.history``.
-    """
+    (``"auto"`` in a script) re-raises with ``err.history``."""
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", 0)
