@@ -25,7 +25,6 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
 
-from course_lab.lessons.l09_classifier import evaluate, majority_baseline  # noqa: E402
 from course_utils.data import load_sst2  # noqa: E402
 from course_utils.models import EncoderClassifier  # noqa: E402
 from course_utils.schedules import cosine_schedule  # noqa: E402
@@ -103,8 +102,10 @@ def main(argv=None) -> int:
         ids, labels = batch
         return F.cross_entropy(model(ids), labels)
 
-    def eval_fn(model):
-        return evaluate(model, dev_ids, dev_labels)
+    def eval_fn(model):  # fit runs it in eval mode without gradients
+        logits = torch.cat([model(dev_ids[i:i + 512].to(device)).float().cpu() for i in range(0, len(dev_ids), 512)])
+        return {"val_loss": F.cross_entropy(logits, dev_labels).item(),
+                "val_acc": (logits.argmax(dim=-1) == dev_labels).float().mean().item()}
 
     torch.manual_seed(args.seed)
     model = EncoderClassifier(tok.vocab_size, 2, d_model=args.d_model, n_heads=args.heads, n_layers=args.layers,
@@ -123,7 +124,8 @@ def main(argv=None) -> int:
     for step, acc, loss in zip(history.val_step, history.metrics["val_acc"], history.metrics["val_loss"]):
         print(f"step {step + 1:6d}  dev loss {loss:.4f}  dev accuracy {acc:.2%}")
     acc = history.metrics["val_acc"][-1]
-    baseline = majority_baseline(train_labels.tolist(), dev_labels.tolist())
+    majority = torch.bincount(train_labels).argmax()  # the most common training label (ties: the smallest)
+    baseline = (dev_labels == majority).float().mean().item()
     total_s, total_cpu = time.perf_counter() - t_start, time.process_time() - cpu_start
     print(f"dev accuracy {acc:.2%} (majority-class baseline {baseline:.2%}); training {train_s:.1f} s wall, "
           f"{train_cpu:.1f} s CPU; total {total_s:.1f} s wall, {total_cpu:.1f} s CPU; "

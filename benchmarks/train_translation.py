@@ -32,7 +32,6 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
 
-from course_lab.lessons.l10_seq2seq.tatoeba import make_tokenizers, nearest_neighbour, translate_texts  # noqa: E402
 from course_utils import losses  # noqa: E402
 from course_utils.data.translation import (  # noqa: E402
     corpus_bleu,
@@ -41,7 +40,10 @@ from course_utils.data.translation import (  # noqa: E402
     group_by_english,
     grouped_split,
     load_tatoeba_cmn,
+    make_tokenizers,
+    nearest_neighbour,
 )
+from course_utils.decoding import translate  # noqa: E402
 from course_utils.models import Transformer  # noqa: E402
 from course_utils.train import fit, pick_device  # noqa: E402
 
@@ -176,7 +178,7 @@ def main(argv=None) -> int:
     t_eval = time.perf_counter()
     results = {}
     for method in ("greedy", "beam") if args.beam > 0 else ("greedy",):
-        outputs = translate_texts(model, test_src, src_tok, tgt_tok, method, beam_size=args.beam)
+        outputs = translate(model, test_src, src_tok, tgt_tok, method=method, beam_size=args.beam)
         results[method] = {"bleu": corpus_bleu(outputs, test_refs).score,
                            "chrf": corpus_chrf(outputs, test_refs).score, "outputs": outputs}
         print(f"{method:>6}: BLEU {results[method]['bleu']:.1f}, chrF {results[method]['chrf']:.1f}", flush=True)

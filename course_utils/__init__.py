@@ -1,15 +1,16 @@
 """course_utils: the companion package of the course "Transformers from scratch" (one concept per module, see
-docs/design.md). Needs only torch, numpy, safetensors and tqdm; never imports the notebook layer ``course_lab``.
-"""
+docs/design.md). Needs only torch, numpy, safetensors and tqdm; never imports the notebook layer ``course_lab``."""
 
 from __future__ import annotations
 
 import importlib
 
-from .attention import KVCache, MultiHeadAttention, attention_with_weights, record_attention
+from .attention import attention_with_weights
+from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, Residual
 from .masks import causal_mask, combine_masks, padding_mask
 from .models import GPT, Decoder, Encoder, EncoderClassifier, MaskedLM, Transformer
+from .multihead import MultiHeadAttention, record_attention
 from .norm import LayerNorm, RMSNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding, sinusoidal_encoding
 

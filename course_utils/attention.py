@@ -91,8 +91,7 @@ def attention_with_weights(
 
     q ``(…, T_q, d_k)``, k ``(…, T_k, d_k)``, v ``(…, T_k, d_v)``; ``out (…, T_q, d_v)``, ``weights (…, T_q, T_k)``
     (``None`` with ``need_weights=False``, which takes the fused fast path). Unlike
-    ``F.scaled_dot_product_attention`` it returns the pair, and rows with every key masked give zeros, not NaN.
-    """
+    ``F.scaled_dot_product_attention`` it returns the pair, and rows with every key masked give zeros, not NaN."""
     _check_qkv(q, k, v)
     dropout_p = check_probability(dropout_p, "dropout_p")
     check_bool(need_weights, "need_weights")
@@ -119,11 +118,3 @@ def attention_with_weights(
     out = (F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights) @ v.to(work)
     return out.to(q.dtype), weights.to(q.dtype)  # (…, T_q, d_v), (…, T_q, T_k)
 
-
-def __getattr__(name: str):
-    # MultiHeadAttention lives in multihead.py (which imports this module); re-exported here lazily.
-    if name in ("MultiHeadAttention", "record_attention"):
-        from . import multihead
-
-        return getattr(multihead, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,8 +3,7 @@
 One ``torch.save`` dict of tensors and plain values (``format``, ``step``, ``model``, ``optimizer`` / ``scheduler``
 state dicts and ``*_type`` names, ``history``, ``rng``, ``extra``, ``torch_version``), read back only with
 ``torch.load(path, weights_only=True)``. Writes are atomic, verified and hold Ctrl+C until the file is complete;
-reads check every zip CRC-32 first; temp files of a killed save are removed by the next save or load.
-"""
+reads check every zip CRC-32 first; temp files of a killed save are removed by the next save or load."""
 
 from __future__ import annotations
 
@@ -75,8 +74,7 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
 
     ``history``: a ``course_utils.train.History``, a plain dict or ``None``. ``extra``: tensors and plain values;
     numpy scalars are stored as Python numbers, anything the safe loader could not read back (a datetime, a
-    numpy array, an object, also in a model's extra state or a schedule's state) is refused with a ``TypeError``.
-    """
+    numpy array, an object, also in a model's extra state or a schedule's state) is refused with a ``TypeError``."""
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
     if extra is not None and not isinstance(extra, dict):
@@ -151,8 +149,7 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
 
     ``map_location=None`` reads tensors onto the CPU (a GPU checkpoint opens anywhere); ``restore_rng=True`` (as
     ``fit`` resumes) restores the global RNG states. Resuming needs the saved run's kind of optimizer, and a
-    scheduler exactly when it had one (else :class:`CheckpointError`).
-    """
+    scheduler exactly when it had one (else :class:`CheckpointError`)."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a directory: pass the checkpoint file inside it, e.g. {path / 'last.pt'}")

@@ -1,15 +1,27 @@
 """The hyperparameters every layer of a model shares, in one object (lessons 06, 07, 09–12): every model
 takes them as keywords, e.g. ``GPT(65, dropout=0.1, attn_dropout=0.0, bias=False)``, and hands one ``LayerConfig`` to
-each of its layers and to its final norm.
-"""
+each of its layers and to its final norm. A leaf: it imports nothing from course_utils but ``validation``."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from .layers import check_activation
-from .norm import check_norm_kind
 from .validation import check_bool, check_int, check_positive, check_probability
+
+ACTIVATIONS = ("relu", "gelu")
+NORMS = ("layer", "rms")
+
+
+def check_activation(name: str) -> str:
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    return name
+
+
+def check_norm_kind(kind: str) -> str:
+    if kind not in NORMS:
+        raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
+    return kind
 
 
 def check_pad_id(pad_id, vocab_size: int) -> int:
@@ -24,7 +36,7 @@ class LayerConfig:
     """``dropout``: residual (and embedding) dropout; ``attn_dropout`` (attention weights) and ``ffn_dropout``
     (between the FFN's linear maps) default to it. ``activation``: ``"relu"`` (the paper) or ``"gelu"`` (GPT, BERT);
     ``norm_first``: pre-norm x + F(LN(x)) (GPT-2) instead of post-norm LN(x + F(x)); ``eps``: ε of every norm;
-    ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β."""
+    ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β. The only defaults."""
 
     dropout: float = 0.1
     attn_dropout: float | None = None

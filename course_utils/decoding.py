@@ -2,8 +2,7 @@
 ``beam_search`` (the ``beam_size`` best partial hypotheses by Σ log P, finished ones ranked by score / lp(L) with GNMT's
 lp(L) = ((5 + L) / 6)^α, Wu et al., 2016), ``generate`` / ``stream_tokens`` (sampling a ``GPT``). All run under
 ``modes.evaluating`` (eval mode, no gradients, the caller's mode restored) and feed only the newest token per step
-with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower).
-"""
+with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 import torch
 
 from .kv_cache import KVCache
-from .modes import evaluating
+from .modes import evaluating, model_device
 from .sampling import _check_sampling, sample_next
 from .validation import check_bool, check_int, check_number, check_rank, check_token_ids
 
@@ -58,30 +57,30 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, **sampling) -> torch
     return torch.cat([ids, *stream_tokens(model, ids, max_new_tokens, **sampling)], dim=1)
 
 
-def _check_seq2seq(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool) -> int:
+def _check_seq2seq(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, use_cache: bool) -> int:
     _check_ids(src, "src", "(B, S) token ids")
     if src.size(0) == 0:
         raise ValueError("src is an empty batch (B = 0): there is nothing to decode")
-    max_len = check_int(max_len, "max_len", 1)
-    table = getattr(model, "max_len", None)
-    if table is not None and max_len > table:
-        raise ValueError(f"max_len={max_len} output tokens do not fit the model's positional table of {table} "
-                         f"positions: use max_len <= {table} (or build the model with a larger max_len)")
+    n = check_int(max_new_tokens, "max_new_tokens", 1)
+    table = getattr(model, "max_len", None)  # the model's context window
+    if table is not None and n > table:
+        raise ValueError(f"max_new_tokens={n} output tokens do not fit the model's positional table of {table} "
+                         f"positions: use max_new_tokens <= {table} (or build the model with a larger max_len)")
     vocab = getattr(getattr(model, "tgt_embed", None), "vocab_size", None)
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
         check_int(value, name, 0)
         if vocab is not None and value >= vocab:
             raise ValueError(f"{name}={value} is outside the target vocabulary [0, {vocab})")
     check_bool(use_cache, "use_cache")
-    return max_len
+    return n
 
 
 def greedy_decode(
-    model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
+    model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, use_cache: bool = True
 ) -> torch.Tensor:
-    """Greedy decoding with a seq2seq ``Transformer``: src ``(B, S)`` -> generated ids ``(B, L)`` (no <bos>; after
-    a row's <eos> the row is filled with the model's ``pad_id``)."""
-    max_len = _check_seq2seq(model, src, max_len, bos_id, eos_id, use_cache)
+    """Greedy decoding with a seq2seq ``Transformer``: src ``(B, S)`` -> generated ids ``(B, L)``, L <=
+    ``max_new_tokens`` (no <bos>; after a row's <eos> the row is filled with the model's ``pad_id``)."""
+    max_len = _check_seq2seq(model, src, max_new_tokens, bos_id, eos_id, use_cache)
     with evaluating(model):
         memory, src_mask = model.encode(src)
         ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
@@ -146,15 +145,31 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
 
 
 def beam_search(
-    model, src: torch.Tensor, *, beam_size: int = 4, max_len: int = 50, bos_id: int, eos_id: int,
+    model, src: torch.Tensor, *, beam_size: int = 4, max_new_tokens: int = 50, bos_id: int, eos_id: int,
     length_penalty_alpha: float = 0.6, use_cache: bool = True,
 ) -> torch.Tensor:
     """Beam search with a seq2seq ``Transformer``; src ``(B, S)`` -> best hypothesis per row ``(B, L)`` (no <bos>,
     ending in <eos> when one was produced, padded with ``pad_id``). ``beam_size=1`` equals ``greedy_decode``."""
-    max_len = _check_seq2seq(model, src, max_len, bos_id, eos_id, use_cache)
+    max_len = _check_seq2seq(model, src, max_new_tokens, bos_id, eos_id, use_cache)
     beam_size = check_int(beam_size, "beam_size", 1)
     alpha = check_number(length_penalty_alpha, "length_penalty_alpha")
     args = (beam_size, max_len, bos_id, eos_id, alpha, use_cache)
     with evaluating(model):
         rows = [torch.tensor(_beam_one(model, row[None], *args), device=src.device) for row in src]  # >= 1 token each
     return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=model.pad_id)
+
+
+def translate(model, texts, src_tok, tgt_tok, *, method: str = "greedy", beam_size: int = 4,
+              max_new_tokens: int | None = None, batch_size: int = 256) -> list[str]:
+    """Source texts -> target strings with ``greedy_decode`` or ``beam_search`` (KV cache on), ``batch_size`` rows
+    at a time; ``max_new_tokens=None`` allows 2·S + 10 tokens for a batch of S source tokens."""
+    if method not in ("greedy", "beam"):
+        raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
+    bos, eos, out = tgt_tok.bos_id, tgt_tok.eos_id, []
+    for i in range(0, len(texts), check_int(batch_size, "batch_size")):
+        src = src_tok.encode_batch(list(texts[i:i + batch_size])).to(model_device(model))  # (B, S)
+        n = 2 * src.size(1) + 10 if max_new_tokens is None else max_new_tokens
+        ids = (greedy_decode(model, src, n, bos, eos) if method == "greedy" else
+               beam_search(model, src, beam_size=beam_size, max_new_tokens=n, bos_id=bos, eos_id=eos))
+        out += [tgt_tok.decode(row.cpu()) for row in ids]  # (B, L) -> B strings
+    return out

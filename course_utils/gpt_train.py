@@ -5,8 +5,7 @@
     torchrun --nproc_per_node 2 -m course_utils.gpt_train --steps 200   # DistributedDataParallel (gloo on CPU)
 
 Under torchrun every process builds the same model, draws its own batches (``lm_batches`` seeded by rank) and
-all-reduces gradients in ``backward``; only rank 0 evaluates, checkpoints and prints (a JSON summary last).
-"""
+all-reduces gradients in ``backward``; only rank 0 evaluates, checkpoints and prints (a JSON summary last)."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ class History:
 
     ``step[i]``: the (0-based) update index, ``loss[i]`` its training loss, ``lr[i]`` its learning rate, ``elapsed[i]``
     the seconds since training began (summed across resumes). ``val_step`` and ``metrics = {"val_loss": [...]}`` are
-    aligned (NaN where a metric was not returned). ``interrupted``: stopped with Ctrl+C or the Jupyter stop button.
-    """
+    aligned (NaN where a metric was not returned). ``interrupted``: stopped with Ctrl+C or the Jupyter stop button."""
 
     step: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)

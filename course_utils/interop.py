@@ -1,7 +1,6 @@
 """Copy weights between ``course_utils`` modules and PyTorch's ``torch.nn`` Transformer modules, both ways:
 ``load_from_torch(ours, theirs)`` (torch → ours; per-module names such as ``load_mha_from_torch`` accept one torch
-type only) and ``copy_to_torch(ours, theirs)``. Both stack W^Q, W^K, W^V in one (3·d_model, d_model) matrix.
-"""
+type only) and ``copy_to_torch(ours, theirs)``. Both stack W^Q, W^K, W^V in one (3·d_model, d_model) matrix."""
 
 from __future__ import annotations
 

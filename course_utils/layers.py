@@ -13,18 +13,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .config import LayerConfig, check_activation
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention
 from .norm import make_norm
 from .validation import check_bool, check_int, check_probability, check_rank
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
-
-
-def check_activation(name: str) -> str:
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
-    return name
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -58,23 +53,25 @@ class Residual(nn.Module):
 
 
 class _Layer(nn.Module):
-    """Shared constructor: attention, an FFN and ``n_sublayers`` residual wrappers; keywords as in ``LayerConfig``."""
+    """Attention, an FFN and ``n_sublayers`` residual wrappers, all read from one ``config`` (or its keywords, e.g.
+    ``EncoderLayer(16, 4, 32, dropout=0.0)``; defaults: ``LayerConfig``'s)."""
 
     n_sublayers = 2
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.1,
-                 attn_dropout: float | None = None, ffn_dropout: float | None = None, activation: str = "relu",
-                 norm_first: bool = False, eps: float = 1e-5, norm: str = "layer", bias: bool = True):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, config: LayerConfig | None = None, **layer):
         super().__init__()
-        attn = dict(dropout=dropout if attn_dropout is None else attn_dropout, bias=bias)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, **attn)
+        if config is not None and layer:
+            raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
+        c = config or LayerConfig.merge(layer)
+        p_attn = c.dropout if c.attn_dropout is None else c.attn_dropout
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=p_attn, bias=c.bias)
         if self.n_sublayers == 3:
-            self.cross_attn = MultiHeadAttention(d_model, n_heads, **attn)
-        ffn_dropout = dropout if ffn_dropout is None else ffn_dropout
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=ffn_dropout, activation=activation, bias=bias)
-        res = dict(dropout=dropout, norm_first=norm_first, eps=eps, norm=norm, bias=bias)
+            self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=p_attn, bias=c.bias)
+        p_ffn = c.dropout if c.ffn_dropout is None else c.ffn_dropout
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=p_ffn, activation=c.activation, bias=c.bias)
         for i in range(1, self.n_sublayers + 1):  # res1, res2 (, res3)
-            setattr(self, f"res{i}", Residual(d_model, **res))
+            setattr(self, f"res{i}", Residual(d_model, dropout=c.dropout, norm_first=c.norm_first, eps=c.eps,
+                                              norm=c.norm, bias=c.bias))
 
 
 class EncoderLayer(_Layer):

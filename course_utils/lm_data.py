@@ -1,7 +1,6 @@
 """Batches for language modelling: random windows of a token stream (lessons 11 and 12, the GPT trainer).
 Offsets come from a generator seeded with ``(seed, rank, step)``: a resumed run sees exactly the same batches, and
-every DDP process sees different data without any communication.
-"""
+every DDP process sees different data without any communication."""
 
 from __future__ import annotations
 

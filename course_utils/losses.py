@@ -61,8 +61,7 @@ def cross_entropy(
 
     ``ignore_index`` positions give 0 and are not counted. ``reduction``: ``"mean"`` (over the counted positions),
     ``"sum"`` or ``"none"`` (shaped like ``targets``). All ignored: the mean is ``0.0`` with a zero gradient
-    (``F.cross_entropy``: ``nan``): padding cannot poison training. fp16/bf16 logits are upcast to float32.
-    """
+    (``F.cross_entropy``: ``nan``): padding cannot poison training. fp16/bf16 logits are upcast to float32."""
     _check_targets(logits, targets, ignore_index)
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction={reduction!r} is not supported: use 'mean', 'sum' or 'none'")

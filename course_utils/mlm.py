@@ -2,8 +2,7 @@
 
 :func:`mask_tokens` selects each non-special position with probability ``p`` (15 %) and replaces 80 % of the selected
 by ``<mask>``, 10 % by a random ordinary token and leaves 10 % unchanged (``<mask>`` never occurs later, so every
-input token needs a good representation); the labels are -100 elsewhere, so ``ignore_index=-100`` scores only them.
-"""
+input token needs a good representation); the labels are -100 elsewhere, so ``ignore_index=-100`` scores only them."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ def mask_tokens(
     position ``i`` was selected (each non-special one independently with probability ``p``), else -100. ``special_ids``
     are never selected nor drawn as random replacements: include ``mask_id`` and the padding id (a random ``<pad>``
     would be hidden by the padding mask). ``mask_frac`` / ``random_frac``: how the selected positions are corrupted
-    (BERT: 0.8 / 0.1, the rest unchanged). The same ``generator`` seed gives the same masks.
-    """
+    (BERT: 0.8 / 0.1, the rest unchanged). The same ``generator`` seed gives the same masks."""
     if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids (torch.long), got {ids.dtype}: use ids.long()")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:

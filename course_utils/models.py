@@ -1,6 +1,5 @@
 """Whole models built from the layers (lessons 07, 09–13). Vocabulary sizes are positional, everything else
-keyword-only with the same names in every model; the shared layer hyperparameters are a ``config.LayerConfig``.
-"""
+keyword-only with the same names in every model; the shared layer hyperparameters are a ``config.LayerConfig``."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ class _LayerStack(nn.Module):
             raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
         cfg = config or LayerConfig.merge(layer)
         d_ff = 4 * d_model if d_ff is None else check_int(d_ff, "d_ff")  # the paper's ratio; 0 is refused
-        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, **cfg.as_kwargs())
+        self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, config=cfg)
                                     for _ in range(check_int(n_layers, "n_layers")))
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
         final_norm = cfg.norm_first if final_norm is None else check_bool(final_norm, "final_norm")

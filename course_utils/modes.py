@@ -24,3 +24,8 @@ def evaluating(model: nn.Module) -> Iterator[nn.Module]:
     finally:
         for m, training in modes:
             m.training = training
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (where its inputs must go)."""
+    return next(model.parameters()).device

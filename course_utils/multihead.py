@@ -1,10 +1,6 @@
-"""Multi-head attention (lesson 04): h heads of ``attention_with_weights`` with the paper's projections.
-
-    MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
-
-Not ``nn.MultiheadAttention``: everything after query/key/value is a keyword, masks are True = attend
-(``key_keep_mask`` for a (B, T_k) padding mask), and the result is one tensor that refuses to unpack as a pair.
-"""
+"""Multi-head attention (lesson 04): MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O with
+head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V). Unlike ``nn.MultiheadAttention``: keywords after query/key/value,
+masks True = attend (``key_keep_mask`` (B, T_k) for padding), one result tensor that refuses to unpack as a pair."""
 
 from __future__ import annotations
 
@@ -52,9 +48,8 @@ class AttentionOutput(torch.Tensor):
 
 
 class MultiHeadAttention(nn.Module):
-    """h attention heads (lesson 04). ``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, i.e. h
-    blocks of d_k columns), so that self-attention needs one matrix multiply; the layout equals
-    ``nn.MultiheadAttention.in_proj_weight``. ``out_proj`` is W^O; d_k = d_model / h (cost of one full-width head)."""
+    """``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, h blocks of d_k = d_model / h) for one
+    matmul in self-attention, the layout of ``nn.MultiheadAttention.in_proj_weight``; ``out_proj`` is W^O."""
 
     def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0, bias: bool = True):
         super().__init__()
@@ -138,10 +133,9 @@ class MultiHeadAttention(nn.Module):
                 *positional, mask: torch.Tensor | None = None, key_keep_mask: torch.Tensor | None = None,
                 is_causal: bool = False, cache: KVCache | None = None, need_weights: bool = False,
                 **torch_style) -> torch.Tensor:
-        """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` for cross-attention (value defaults to key),
-        both ``None`` for self-attention. ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k), e.g. ``(T_q, T_k)``;
-        ``key_keep_mask (B, T_k)`` is True at real keys. Returns ``(B, T_q, d_model)`` as one tensor (``positional`` /
-        ``torch_style`` only catch PyTorch-style calls, to say what to write instead)."""
+        """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` (value defaults to key; both ``None``:
+        self-attention); ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k); ``key_keep_mask (B, T_k)``. Returns
+        ``(B, T_q, d_model)``; ``positional`` / ``torch_style`` catch PyTorch-style calls to say what to write."""
         if positional:
             raise TypeError("MultiHeadAttention takes query, key, value positionally and the rest by keyword (mask=, "
                             "key_keep_mask=, True = attend): a 4th positional argument is nn.MultiheadAttention's "
@@ -173,12 +167,8 @@ class MultiHeadAttention(nn.Module):
 
 @contextlib.contextmanager
 def record_attention(model: nn.Module):
-    """Within the block every ``MultiHeadAttention`` of ``model`` keeps ``last_weights``; yields the modules in order.
-
-    >>> with record_attention(model) as attn:
-    ...     model(x)
-    >>> weights = [m.last_weights for m in attn]      # one (B, h, T_q, T_k) tensor per attention module
-    """
+    """``with record_attention(model) as attn: model(x)``: every ``MultiHeadAttention`` of ``model`` (yielded in
+    order) keeps ``last_weights`` (B, h, T_q, T_k) within the block."""
     modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     before = [m.record_weights for m in modules]
     for m in modules:

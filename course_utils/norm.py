@@ -3,8 +3,7 @@
     μ = (1/d) Σ_j x_j          σ² = (1/d) Σ_j (x_j − μ)²   (biased: divide by d, not d − 1)
     LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β                       (ε inside the square root)
 
-RMSNorm (Zhang & Sennrich, 2019) drops the centring and β: RMS(x) = γ ⊙ x / √((1/d) Σ_j x_j² + ε).
-"""
+RMSNorm (Zhang & Sennrich, 2019) drops the centring and β: RMS(x) = γ ⊙ x / √((1/d) Σ_j x_j² + ε)."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .config import check_norm_kind
 from .validation import check_bool, check_float, check_int, check_last_dim, check_positive, check_same_device
 
 
@@ -81,12 +81,6 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"
-
-
-def check_norm_kind(kind: str) -> str:
-    if kind not in ("layer", "rms"):
-        raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
-    return kind
 
 
 def make_norm(kind: str, d_model: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:

@@ -17,8 +17,7 @@ class InverseSqrtSchedule:
     """``lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`` (Vaswani et al. 2017, 5.3).
 
     Linear warm-up for ``warmup`` steps, then ``1/sqrt(step)`` decay, peaking at ``(d_model * warmup)^-0.5``. With
-    ``base_lr = 1.0`` it is the paper's schedule exactly; another ``base_lr`` scales the whole curve.
-    """
+    ``base_lr = 1.0`` it is the paper's schedule exactly; another ``base_lr`` scales the whole curve."""
 
     def __init__(self, d_model: int, warmup: int) -> None:
         self.d_model = check_int(d_model, "d_model")

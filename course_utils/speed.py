@@ -1,6 +1,5 @@
 """Measuring speed honestly (lesson 14, ``benchmarks/``): warm-up calls thrown away (allocation, kernel selection,
-compilation), ``torch.cuda.synchronize()`` before reading the clock (GPU kernels run asynchronously), medians.
-"""
+compilation), ``torch.cuda.synchronize()`` before reading the clock (GPU kernels run asynchronously), medians."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
 from .interop import load_mha_from_torch
+from .multihead import MultiHeadAttention
 
 
 def synchronize(device) -> None:

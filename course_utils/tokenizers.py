@@ -62,6 +62,11 @@ class Tokenizer:
     special_ids = frozenset(range(len(SPECIAL_TOKENS)))
     default_max_len: int | None = None  # encode's max_len when none is given (WordPiece: the model's length)
     _OPTIONS: tuple[str, ...] = ()  # constructor options that save() stores besides the tokens
+    _KINDS: dict[str, type] = {}  # every subclass by name, for from_dict (wordpiece.py registers itself)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        Tokenizer._KINDS[cls.__name__] = cls
 
     def __init__(self, tokens: Iterable[str]):
         tokens = list(tokens)
@@ -163,11 +168,10 @@ class Tokenizer:
 
     @staticmethod
     def from_dict(d: dict) -> Tokenizer:
-        from .wordpiece import WordPieceTokenizer  # here: wordpiece imports this module
-        kinds = {kind.__name__: kind for kind in (CharTokenizer, WordTokenizer, WordPieceTokenizer)}
+        kinds = Tokenizer._KINDS
         if not isinstance(d, dict) or d.get("type") not in kinds:
             raise ValueError(f"unknown tokenizer type {d.get('type') if isinstance(d, dict) else d!r}: "
-                             f"expected one of {sorted(kinds)}")
+                             f"expected one of {sorted(kinds)} (import course_utils.wordpiece for WordPieceTokenizer)")
         return kinds[d["type"]](d["tokens"], **{k: v for k, v in d.items() if k not in ("type", "tokens")})
 
     def save(self, path: str | os.PathLike) -> None:

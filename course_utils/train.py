@@ -1,8 +1,7 @@
 """A small, readable training loop (lessons 09-13 and the benchmarks): ``fit`` is lesson 09's whole recipe.
 
 ``get_batch(step)`` must be a deterministic function of ``step``: with the RNG states stored in each checkpoint, a
-resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit on CPU).
-"""
+resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit on CPU)."""
 
 from __future__ import annotations
 
@@ -42,25 +41,16 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         history: History | None = None, on_interrupt: str = "auto") -> History:
     """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
 
-    Update ``step`` (0-based): ``loss = loss_fn(model, get_batch(step))`` (batch moved to ``device``) under autocast;
-    backward; clip the gradient norm to ``clip_grad`` (``None``/0: off); optimizer and scheduler step. ``optimizer``
-    defaults to ``AdamW(param_groups(model, weight_decay), lr)``: decay on weight matrices only (``lr`` and
-    ``weight_decay`` are unused when an optimizer is given). ``schedule``: a ``LambdaLR`` multiplier such as
-    ``cosine_schedule(steps, 100)``, or an LR scheduler built on ``optimizer``. ``amp``: ``"auto"`` (bf16 on CUDA
-    when supported, else off), ``"bf16"``, ``"fp16"`` (CUDA only, with a GradScaler) or ``"off"``.
-    ``eval_fn(model) -> dict`` runs every ``eval_every`` steps (once at the end if 0) in ``model.eval()`` under
-    ``torch.no_grad()``.
-
-    With ``checkpoint_path`` and ``resume=True`` an existing checkpoint is loaded (model, optimizer, scheduler,
-    history, RNG states) and training continues from its step; one is written every ``checkpoint_every`` steps and
-    at the end. A ``history`` passed in is appended to (without a checkpoint, training continues after its last
-    step). A non-finite loss or gradient norm raises :class:`TrainingDiverged` before the bad update is applied.
-
-    Ctrl+C / the Jupyter stop button never leaves a half checkpoint (one being written is finished first); a message
-    says how to resume. Then ``on_interrupt="return"`` (the ``"auto"`` default in a Jupyter kernel) returns the
-    history with ``history.interrupted = True``; ``"raise"`` (the ``"auto"`` default in a script, so that a script
-    or a torchrun job really stops) re-raises the ``KeyboardInterrupt`` with the history as ``err.history``.
-    """
+    Update ``step``: ``loss = loss_fn(model, get_batch(step))`` under autocast (``amp``: ``"auto"`` = bf16 on a
+    CUDA GPU that has it, ``"bf16"``, ``"fp16"`` with a GradScaler on CUDA, ``"off"``); backward; clip the gradient
+    norm to ``clip_grad`` (``None``/0: off); optimizer and ``schedule`` step (a ``LambdaLR`` multiplier such as
+    ``cosine_schedule(steps, 100)``, or a scheduler on ``optimizer``). The default optimizer is
+    ``AdamW(param_groups(model, weight_decay), lr)``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps
+    (0: at the end) under ``modes.evaluating``. A non-finite loss or gradient norm raises :class:`TrainingDiverged`
+    before the update. ``checkpoint_path``: resume from it (``resume=True``), write it every ``checkpoint_every``
+    steps and at the end; a ``history`` passed in is continued. Ctrl+C never leaves a half checkpoint; then
+    ``on_interrupt="return"`` (``"auto"`` in Jupyter) returns the history with ``interrupted=True``, ``"raise"``
+    (``"auto"`` in a script) re-raises with ``err.history``."""
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", 0)

@@ -169,3 +169,50 @@ def test_design_doc_lists_every_module():
             if f"`{name}`" not in design:
                 missing.append(f"{package}.{name}")
     assert not missing, f"docs/design.md's module table does not list {missing}"
+
+
+def _internal_imports(path: pathlib.Path) -> set[str]:
+    """The course_utils modules ``path`` imports (absolute and relative, at any depth of the file)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("course_utils")}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            module = node.module if node.level == 0 else ".".join(filter(None, (base, node.module)))
+            if not (module or "").startswith("course_utils"):
+                continue
+            # `from . import x` imports the module x when the package has one
+            found |= {f"{module}.{a.name}" if f"{module}.{a.name}" in core_modules() else module for a in node.names}
+    return found
+
+
+def test_course_utils_import_graph_has_no_circles():
+    graph = {}
+    for path in CORE.rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        graph[name] = {m for m in _internal_imports(path) if m != name}
+    edges = graph  # packages are nodes too: a module that imports its own package's __init__ closes a circle
+    state: dict[str, int] = {}
+
+    def visit(node, trail):
+        if state.get(node) == 1:
+            raise AssertionError(f"import circle: {' -> '.join(trail[trail.index(node):] + [node])}")
+        if state.get(node) == 2:
+            return
+        state[node] = 1
+        for dep in sorted(edges.get(node, ())):
+            visit(dep, trail + [node])
+        state[node] = 2
+
+    for node in sorted(edges):
+        visit(node, [])
+    assert _internal_imports(CORE / "config.py") == {"course_utils.validation"}  # config is a leaf
+
+
+@pytest.mark.parametrize("name", core_modules())
+def test_each_course_utils_module_imports_alone(name):
+    run = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env={k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"})
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -135,16 +135,16 @@ def test_decoding_hyper_parameters():
     seq2seq = Transformer(10, 10, d_model=8, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=16, max_len=12)
     src = torch.ones(1, 3, dtype=torch.long)
     with pytest.raises(ValueError, match="beam_size must be >= 1"):
-        beam_search(seq2seq, src, beam_size=0, max_len=5, bos_id=1, eos_id=2)
-    # reliability.md item 17: B = 0 and a max_len beyond the positional table fail up front, with the fix
+        beam_search(seq2seq, src, beam_size=0, max_new_tokens=5, bos_id=1, eos_id=2)
+    # reliability.md item 17: B = 0 and a max_new_tokens beyond the positional table fail up front, with the fix
     with pytest.raises(ValueError, match="empty batch"):
         beam_search(seq2seq, src[:0], bos_id=1, eos_id=2)
     with pytest.raises(ValueError, match="empty batch"):
         greedy_decode(seq2seq, src[:0], 5, 1, 2)
-    with pytest.raises(ValueError, match=r"max_len=20 .* positional table of 12.*max_len <= 12"):
+    with pytest.raises(ValueError, match=r"max_new_tokens=20 .* positional table of 12.*max_new_tokens <= 12"):
         greedy_decode(seq2seq, src, 20, 1, 2)
-    with pytest.raises(ValueError, match=r"max_len <= 12"):
-        beam_search(seq2seq, src, max_len=13, bos_id=1, eos_id=2)
+    with pytest.raises(ValueError, match=r"max_new_tokens <= 12"):
+        beam_search(seq2seq, src, max_new_tokens=13, bos_id=1, eos_id=2)
     with pytest.raises(ValueError, match="eos_id=10 is outside the target vocabulary"):
         greedy_decode(seq2seq, src, 5, 1, 10)
 
@@ -183,7 +183,7 @@ def test_count_arguments_must_be_ints():
         beam_search(seq2seq, torch.ones(1, 3, dtype=torch.long), beam_size=2.0, bos_id=1, eos_id=2)
     with pytest.raises(TypeError, match="src must hold integer token ids"):
         beam_search(seq2seq, torch.ones(1, 3), bos_id=1, eos_id=2)
-    with pytest.raises(TypeError, match="max_len must be an int"):
+    with pytest.raises(TypeError, match="max_new_tokens must be an int"):
         greedy_decode(seq2seq, torch.ones(1, 3, dtype=torch.long), 4.0, 1, 2)
 
 

@@ -220,7 +220,8 @@ def test_decoding_hostile(data):
         out, err = attempt(lambda: greedy_decode(_S2S, ids, max_len, bos, eos))
     else:
         beam = draw(st.sampled_from([1, 2, 2, 0, 2.0, "2"]))
-        out, err = attempt(lambda: beam_search(_S2S, ids, beam_size=beam, max_len=max_len, bos_id=bos, eos_id=eos))
+        out, err = attempt(lambda: beam_search(_S2S, ids, beam_size=beam, max_new_tokens=max_len, bos_id=bos,
+                                               eos_id=eos))
     if err is None:
         assert out.shape[0] == ids.shape[0] and out.shape[1] <= max_len and ((out >= 0) & (out < 12)).all()
 

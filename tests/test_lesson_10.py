@@ -92,8 +92,8 @@ def test_tokenizers_cover_every_number(toks):
 
 def test_translate_and_cross_attention(tiny, toks):
     src_tok, tgt_tok = toks
-    greedy = l10.translate(tiny, [7, 312, 45678], src_tok, tgt_tok, "greedy", max_len=6)
-    beam = l10.translate(tiny, [7, 312, 45678], src_tok, tgt_tok, "beam", beam_size=3, max_len=6)
+    greedy = l10.translate(tiny, [7, 312, 45678], src_tok, tgt_tok, "greedy", max_new_tokens=6)
+    beam = l10.translate(tiny, [7, 312, 45678], src_tok, tgt_tok, "beam", beam_size=3, max_new_tokens=6)
     assert len(greedy) == len(beam) == 3 and all(isinstance(t, str) and len(t) <= 6 for t in greedy + beam)
     with pytest.raises(ValueError, match="greedy"):
         l10.translate(tiny, [1], src_tok, tgt_tok, "sample")
@@ -131,7 +131,7 @@ def test_beam_search_does_not_stop_at_early_eos():
             return probs.log()
 
     src = torch.ones(1, 2, dtype=torch.long)
-    out = beam_search(Smoothed(), src, beam_size=4, max_len=10, bos_id=1, eos_id=2, use_cache=False)
+    out = beam_search(Smoothed(), src, beam_size=4, max_new_tokens=10, bos_id=1, eos_id=2, use_cache=False)
     assert out[0].tolist() == [3] * 6 + [2]
 
 

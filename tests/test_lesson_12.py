@@ -89,7 +89,9 @@ def test_word_span_and_tokens_of(tiny):
 def test_fill_mask_never_proposes_special_tokens(tiny):
     model, tok = tiny
     chars = list(SENTENCES[0])
+    model.train()
     guesses, probs = l12.fill_mask(model, tok, chars, 3, k=6)
+    assert model.training                                       # the caller's mode is kept (no stray eval())
     assert len(guesses) == len(probs) == 6
     assert not set(guesses) & {"<pad>", "<unk>", "<bos>", "<eos>", "<mask>"}
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6

@@ -202,3 +202,32 @@ def test_layer_config_refuses_a_bad_field_when_it_is_made(field, value, error, w
 
     with pytest.raises(error, match=words):
         LayerConfig(**{field: value})
+
+
+def _layer_settings(layer) -> dict:
+    """What each LayerConfig field became inside one encoder/decoder layer, read from its parts."""
+    attns = [m for m in (layer.self_attn, getattr(layer, "cross_attn", None)) if m is not None]
+    norms = [layer.res1.norm, layer.res2.norm] + ([layer.res3.norm] if hasattr(layer, "res3") else [])
+    return {"dropout": {layer.res1.dropout.p, layer.res2.dropout.p}, "attn_dropout": {m.dropout for m in attns},
+            "ffn_dropout": {layer.ffn.dropout.p}, "activation": {layer.ffn.activation.__name__},
+            "norm_first": {layer.res1.norm_first, layer.res2.norm_first},
+            "eps": {n.eps for n in norms}, "norm": {type(n).__name__ for n in norms},
+            "bias": {layer.ffn.linear1.bias is not None, *(m.qkv_proj.bias is not None for m in attns)}}
+
+
+@pytest.mark.parametrize("field, value, seen", [
+    ("dropout", 0.3, 0.3), ("attn_dropout", 0.25, 0.25), ("ffn_dropout", 0.15, 0.15), ("activation", "gelu", "gelu"),
+    ("norm_first", True, True), ("eps", 1e-3, 1e-3), ("norm", "rms", "RMSNorm"), ("bias", False, False),
+])
+def test_a_layer_config_field_reaches_every_layer_of_every_model(field, value, seen):
+    from course_utils import GPT, EncoderClassifier, MaskedLM
+
+    kw = dict(d_model=8, n_heads=2, d_ff=16, **{field: value})
+    models = [Transformer(11, 12, n_encoder_layers=2, n_decoder_layers=2, **kw), GPT(11, n_layers=2, **kw),
+              EncoderClassifier(11, 2, n_layers=2, **kw), MaskedLM(11, n_layers=2, **kw),
+              EncoderLayer(8, 2, 16, **{field: value}), DecoderLayer(8, 2, 16, **{field: value})]
+    for model in models:
+        layers = [m for m in model.modules() if isinstance(m, (EncoderLayer, DecoderLayer))]
+        assert layers, type(model).__name__
+        for layer in layers:
+            assert _layer_settings(layer)[field] == {seen}, (type(model).__name__, field)

@@ -88,8 +88,8 @@ def test_beam_width_one_equals_greedy(seed):
     model = Transformer(12, 12, d_model=16, n_heads=2,
                         n_encoder_layers=1, n_decoder_layers=1, d_ff=32, dropout=0.0).eval()
     src = torch.randint(3, 12, (3, 5))
-    greedy = greedy_decode(model, src, max_len=8, bos_id=1, eos_id=2)
-    beam = beam_search(model, src, beam_size=1, max_len=8, bos_id=1, eos_id=2, length_penalty_alpha=0.0)
+    greedy = greedy_decode(model, src, max_new_tokens=8, bos_id=1, eos_id=2)
+    beam = beam_search(model, src, beam_size=1, max_new_tokens=8, bos_id=1, eos_id=2, length_penalty_alpha=0.0)
     width = min(greedy.size(1), beam.size(1))
     assert torch.equal(greedy[:, :width], beam[:, :width])
     assert (greedy[:, width:] == model.pad_id).all() and (beam[:, width:] == model.pad_id).all()
@@ -123,7 +123,7 @@ def test_beam_search_finds_at_least_the_greedy_score():
 
     with torch.no_grad():
         greedy = greedy_decode(model, src, 6, 1, 2)
-        beam = beam_search(model, src, beam_size=5, max_len=6, bos_id=1, eos_id=2, length_penalty_alpha=0.0)
+        beam = beam_search(model, src, beam_size=5, max_new_tokens=6, bos_id=1, eos_id=2, length_penalty_alpha=0.0)
         g, b = logprob(greedy), logprob(beam)
     ended = (greedy == 2).any(1) & (beam == 2).any(1)
     assert (b[ended] >= g[ended] - 1e-5).all()
@@ -145,7 +145,7 @@ def test_decoding_runs_in_eval_mode_and_restores_the_callers_mode():
     seq2seq.encoder.eval()  # a caller's mixed modes come back exactly
     src = torch.randint(3, 12, (2, 5))
     assert torch.equal(greedy_decode(seq2seq, src, 6, 1, 2), greedy_decode(seq2seq, src, 6, 1, 2))
-    beam_search(seq2seq, src, beam_size=2, max_len=6, bos_id=1, eos_id=2)
+    beam_search(seq2seq, src, beam_size=2, max_new_tokens=6, bos_id=1, eos_id=2)
     assert seq2seq.training and not seq2seq.encoder.training and seq2seq.decoder.training
     out = generate(gpt, ids, 2, temperature=0)
     assert not out.requires_grad

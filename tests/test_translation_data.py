@@ -221,28 +221,32 @@ def test_the_shared_copy_is_the_course_copy():
 
 
 # ------------------------------------------------------------------------------------------------- lesson helpers
-def test_nearest_neighbour_baseline_and_translate_texts():
-    pytest.importorskip("num2words", reason="lesson 10's lab package needs num2words and cn2an")
+def test_nearest_neighbour_baseline_and_translate():
     import torch
 
-    from course_lab.lessons.l10_seq2seq import tatoeba as tb
-    from course_utils.decoding import greedy_decode
+    from course_utils.data.translation import make_tokenizers, nearest_neighbour
+    from course_utils.decoding import greedy_decode, translate
     from course_utils.models import Transformer
 
     train = [("Tom is here.", "汤姆在这儿。"), ("I love you.", "我爱你。"), ("Let's go.", "我们走吧。"),
              ("Tom is tall.", "汤姆很高。"), ("You love Tom.", "你爱汤姆。")] * 2
-    src_tok, tgt_tok = tb.make_tokenizers(train, min_freq=2)
-    assert tb.nearest_neighbour(train, ["Let's go!", "tom is TALL", "I love you"], src_tok) == [
+    src_tok, tgt_tok = make_tokenizers(train, min_freq=2)
+    assert nearest_neighbour(train, ["Let's go!", "tom is TALL", "I love you"], src_tok) == [
         "我们走吧。", "汤姆很高。", "我爱你。"]
-    assert tb.nearest_neighbour(train, ["Zebras?"], src_tok) == [train[0][1]]    # nothing shared: the first pair
+    assert nearest_neighbour(train, ["Zebras?"], src_tok) == [train[0][1]]    # nothing shared: the first pair
     torch.manual_seed(0)
     model = Transformer(src_tok.vocab_size, tgt_tok.vocab_size, d_model=16, n_heads=2, n_encoder_layers=1,
                         n_decoder_layers=1, d_ff=32, dropout=0.0)
     sentences = [en for en, _ in train[:5]]
     src = src_tok.encode_batch(sentences)
     ids = greedy_decode(model, src, 2 * src.size(1) + 10, tgt_tok.bos_id, tgt_tok.eos_id)
-    assert tb.translate_texts(model, sentences, src_tok, tgt_tok) == [tgt_tok.decode(r) for r in ids]
-    beam1 = tb.translate_texts(model, sentences, src_tok, tgt_tok, "beam", beam_size=1)
-    assert beam1 == tb.translate_texts(model, sentences, src_tok, tgt_tok)        # beam 1 = greedy
+    assert translate(model, sentences, src_tok, tgt_tok) == [tgt_tok.decode(r) for r in ids]
+    beam1 = translate(model, sentences, src_tok, tgt_tok, method="beam", beam_size=1)
+    assert beam1 == translate(model, sentences, src_tok, tgt_tok, batch_size=2)        # beam 1 = greedy, any batch
+    short = translate(model, sentences, src_tok, tgt_tok, max_new_tokens=2)
+    assert all(len(tgt_tok.encode(t)) <= 2 for t in short)
+    model.train()
+    translate(model, sentences[:1], src_tok, tgt_tok)
+    assert model.training                                                         # the caller's mode is kept
     with pytest.raises(ValueError, match="greedy"):
-        tb.translate_texts(model, sentences, src_tok, tgt_tok, "sample")
+        translate(model, sentences, src_tok, tgt_tok, method="sample")

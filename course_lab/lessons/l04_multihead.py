@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.attention import MultiHeadAttention, attention_with_weights
+from course_utils.attention import attention_with_weights
+from course_utils.multihead import MultiHeadAttention
 
 from .. import i18n, viz
 from ..exercises import attempt, fail, never_raises, passed, say, tensor_close, watching

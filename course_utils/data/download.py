@@ -168,8 +168,7 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool =
     * present -> its sha256 is checked (cached); a mismatch raises :class:`ChecksumMismatch` with the fix;
     * missing, downloads allowed -> downloaded from the registry's URLs in order, kept only if its sha256 is right;
     * missing, ``download=False``, ``COURSE_OFFLINE=1``, no network or an unwritable folder -> :class:`DataUnavailable`
-      whose message says where to get the file and where to put it.
-    """
+      whose message says where to get the file and where to put it."""
     res, root = get_resource(name), _resolve_dir(data_dir)
     path = root / res.path
     if path.is_file():

@@ -12,6 +12,9 @@ import re
 import zipfile
 from pathlib import Path
 
+import torch
+
+from ..tokenizers import CharTokenizer, WordTokenizer
 from . import samples
 from .datasets import DataSource
 from .download import DataUnavailable, _download, _NetworkError, downloads_allowed, sha256_file
@@ -216,3 +219,35 @@ def paired_bootstrap(baseline: list[str], system: list[str], references: list[li
 def corpus_chrf(hypotheses: list[str], references: list[list[str]]):
     """sacreBLEU chrF (character n-grams up to 6, β = 2) against all references; ``.score`` is 0–100."""
     return _require("sacrebleu").metrics.CHRF().corpus_score(list(hypotheses), _check_refs(hypotheses, references))
+
+
+def make_tokenizers(train_pairs, min_freq: int = 2) -> tuple[WordTokenizer, CharTokenizer]:
+    """English: lowercased words seen >= ``min_freq`` times (rarer ones become <unk>); Chinese: every character."""
+    src_tok = WordTokenizer.from_texts([en for en, _ in train_pairs], min_freq=min_freq)
+    return src_tok, CharTokenizer.from_text("".join(zh for _, zh in train_pairs))
+
+
+def _bag_of_words(sentences, tok) -> torch.Tensor:
+    """Sparse ``(N, V)`` word counts, rows scaled to unit length (so a product is a cosine similarity)."""
+    rows, cols = [], []
+    for i, s in enumerate(sentences):
+        ids = [t for t in tok.encode(s) if t != tok.unk_id]
+        rows += [i] * len(ids)
+        cols += ids
+    x = torch.sparse_coo_tensor(torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1), torch.ones(len(rows)),
+                                (len(sentences), tok.vocab_size), check_invariants=True).coalesce()
+    norms = torch.zeros(len(sentences)).index_add_(0, x.indices()[0], x.values() ** 2)
+    scale = norms.clamp(min=1e-12).rsqrt()  # an all-<unk> sentence stays a zero row
+    return torch.sparse_coo_tensor(x.indices(), x.values() * scale[x.indices()[0]], x.shape,
+                                   check_invariants=True).coalesce()
+
+
+def nearest_neighbour(train_pairs, test_sentences, src_tok) -> list[str]:
+    """The baseline to beat, with no model: for each test sentence the Chinese of the training sentence whose
+    bag-of-words vector has the largest cosine similarity (ties to the earliest pair)."""
+    train = _bag_of_words([en for en, _ in train_pairs], src_tok)  # (N, V)
+    test = _bag_of_words(test_sentences, src_tok).to_dense()  # (M, V)
+    best = []
+    for i in range(0, len(test_sentences), 512):
+        best += torch.sparse.mm(train, test[i:i + 512].T).T.argmax(dim=1).tolist()  # (m, N) -> m indices
+    return [train_pairs[j][1] for j in best]

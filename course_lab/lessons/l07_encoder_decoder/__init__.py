@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_utils.attention import record_attention
 from course_utils.masks import padding_mask
+from course_utils.multihead import record_attention
 from course_utils.validation import check_divisible
 
 from ... import i18n, viz

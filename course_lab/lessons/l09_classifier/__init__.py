@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.attention import record_attention
+from course_utils.modes import evaluating, model_device
+from course_utils.multihead import record_attention
 
 from ... import i18n, viz
 from .checks import accuracy
@@ -157,15 +158,11 @@ def plot_accuracies(results: dict, chance: float = 0.5, lang=None):
 # ------------------------------------------------------------------------------------------------------------
 
 
-@torch.no_grad()
 def evaluate(model: nn.Module, ids: torch.Tensor, labels: torch.Tensor, batch_size: int = 512) -> dict:
     """``{"val_loss", "val_acc"}`` of ``model`` on padded ``ids (N, T)`` in eval mode, in chunks of ``batch_size``."""
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    logits = torch.cat([model(ids[i:i + batch_size].to(device)).float().cpu()
-                        for i in range(0, len(ids), batch_size)])
-    model.train(was_training)
+    with evaluating(model):
+        logits = torch.cat([model(ids[i:i + batch_size].to(model_device(model))).float().cpu()
+                            for i in range(0, len(ids), batch_size)])
     return {"val_loss": F.cross_entropy(logits, labels).item(), "val_acc": accuracy(logits, labels)}
 
 
@@ -175,7 +172,6 @@ def _encode(tokenizer, sentence: str, max_len: int) -> list[int]:
     return tokenizer.encode(sentence)[:max_len]
 
 
-@torch.no_grad()
 def predict(model: nn.Module, tokenizer, sentences: Sequence[str], max_len: int = 64) -> torch.Tensor:
     """Class probabilities ``(N, n_classes)``: softmax of the logits, in eval mode (dropout off)."""
     if isinstance(sentences, str):
@@ -183,15 +179,10 @@ def predict(model: nn.Module, tokenizer, sentences: Sequence[str], max_len: int 
     rows = [_encode(tokenizer, s, max_len) for s in sentences]
     if any(len(r) == 0 for r in rows):
         raise ValueError("a sentence has no tokens: give every sentence at least one word")
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    probs = torch.softmax(model(tokenizer.pad_batch(rows).to(device)).float(), dim=-1).cpu()
-    model.train(was_training)
-    return probs
+    with evaluating(model):
+        return torch.softmax(model(tokenizer.pad_batch(rows).to(model_device(model))).float(), dim=-1).cpu()
 
 
-@torch.no_grad()
 def sentence_attention(model: nn.Module, tokenizer, sentence: str, max_len: int = 64):
     """``(tokens, weights, probs)`` for one sentence: the tokens the model sees (unknown words are ``<unk>``),
     one ``(1, h, T, T)`` attention tensor per layer (recorded with ``record_attention``) and ``(n_classes,)``."""
@@ -199,13 +190,9 @@ def sentence_attention(model: nn.Module, tokenizer, sentence: str, max_len: int 
     if not ids:
         raise ValueError(i18n.pick({"en": "type a sentence with at least one word",
                                     "zh": "请输入至少包含一个词的句子"}))
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    with record_attention(model) as modules:
-        logits = model(torch.tensor([ids], device=device))
+    with evaluating(model), record_attention(model) as modules:
+        logits = model(torch.tensor([ids], device=model_device(model)))
     weights = [m.last_weights.detach().float().cpu().clone() for m in modules]
-    model.train(was_training)
     tokens = [tokenizer.itos[i] for i in ids]
     return tokens, weights, torch.softmax(logits[0].float(), -1).cpu()
 

@@ -23,8 +23,9 @@ import random
 import numpy as np
 import torch
 
-from course_utils.attention import record_attention
-from course_utils.decoding import beam_search, greedy_decode
+from course_utils import decoding
+from course_utils.modes import evaluating, model_device
+from course_utils.multihead import record_attention
 from course_utils.tokenizers import CharTokenizer, WordTokenizer
 
 from ... import i18n, viz
@@ -126,36 +127,14 @@ def make_tokenizers() -> tuple[WordTokenizer, CharTokenizer]:
 # Translating and looking inside
 # ------------------------------------------------------------------------------------------------------------
 
-def _model_device(model) -> torch.device:
-    return next(model.parameters()).device
-
-
 def translate(model, numbers, src_tok, tgt_tok, method: str = "greedy", beam_size: int = 4,
-              max_len: int = 16, batch_size: int = 512) -> list[str]:
-    """Translate ``numbers`` (ints) with ``greedy_decode`` or ``beam_search`` (KV cache on); returns strings."""
-    if method not in ("greedy", "beam"):
-        raise ValueError(f"method must be 'greedy' or 'beam', got {method!r}")
-    numbers = [_check_number(n) for n in numbers]
-    device = _model_device(model)
-    was_training = model.training
-    model.eval()
-    out: list[str] = []
-    try:
-        for start in range(0, len(numbers), batch_size):
-            chunk = numbers[start:start + batch_size]
-            src = src_tok.encode_batch([source_text(n) for n in chunk]).to(device)
-            if method == "greedy":
-                ids = greedy_decode(model, src, max_len, tgt_tok.bos_id, tgt_tok.eos_id, use_cache=True)
-            else:
-                ids = beam_search(model, src, beam_size=beam_size, max_len=max_len, bos_id=tgt_tok.bos_id,
-                                  eos_id=tgt_tok.eos_id, use_cache=True)
-            out += [tgt_tok.decode(row.cpu()) for row in ids]
-    finally:
-        model.train(was_training)
-    return out
+              max_new_tokens: int = 16, batch_size: int = 512) -> list[str]:
+    """Translate ``numbers`` (ints) with ``course_utils.decoding.translate`` (greedy or beam); returns strings."""
+    texts = [source_text(_check_number(n)) for n in numbers]
+    return decoding.translate(model, texts, src_tok, tgt_tok, method=method, beam_size=beam_size,
+                              max_new_tokens=max_new_tokens, batch_size=batch_size)
 
 
-@torch.no_grad()
 def cross_attention(model, number: int, src_tok, tgt_tok, output: str | None = None) -> dict:
     """The decoder's cross-attention weights while it writes ``output`` (default: its greedy translation).
 
@@ -165,17 +144,12 @@ def cross_attention(model, number: int, src_tok, tgt_tok, output: str | None = N
     n = _check_number(number)
     if output is None:
         output = translate(model, [n], src_tok, tgt_tok, "greedy")[0]
-    device = _model_device(model)
+    device = model_device(model)
     src = torch.tensor([src_tok.encode(source_text(n))], device=device)
     tgt_in = torch.tensor([tgt_tok.encode(output, add_bos=True)], device=device)   # <bos> y
-    was_training = model.training
-    model.eval()
-    try:
-        with record_attention(model):
-            model(src, tgt_in)
-        weights = torch.stack([layer.cross_attn.last_weights[0] for layer in model.decoder.layers]).cpu()
-    finally:
-        model.train(was_training)
+    with evaluating(model), record_attention(model):
+        model(src, tgt_in)
+    weights = torch.stack([layer.cross_attn.last_weights[0] for layer in model.decoder.layers]).cpu()
     return {"weights": weights, "source": src_tok.tokenize(source_text(n)),
             "target": list(output) + ["<eos>"]}
 

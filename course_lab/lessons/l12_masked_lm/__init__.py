@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from course_utils.mlm import IGNORE_INDEX
+from course_utils.modes import evaluating, model_device
 
 from ... import i18n, viz
 from .checks import check_accuracy_at as check_accuracy_at
@@ -162,8 +163,8 @@ def fill_mask(model, tok, tokens: list[str], position: int, k: int = 5, hide=Non
     ids = [tok.token_to_id(t) for t in tokens]
     for i in set(hide or []) | {position}:
         ids[i] = tok.mask_id
-    model.eval()
-    logits = model(torch.tensor([ids]))[0, position].float()  # (V,)
+    with evaluating(model):  # dropout off, the caller's mode kept
+        logits = model(torch.tensor([ids], device=model_device(model)))[0, position].float()  # (V,)
     logits[: tok.mask_id + 1] = float("-inf")  # never propose <pad> <unk> <bos> <eos> <mask>
     probs = torch.softmax(logits, dim=-1)
     top = probs.topk(min(k, len(probs) - tok.mask_id - 1))
