@@ -166,12 +166,12 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def verify_file(path: str | os.PathLike, *, size: int, sha256: str, fix: str) -> None:
-    """Refuse ``path`` unless it has exactly ``size`` bytes and this ``sha256``; the message ends with ``fix``."""
+    """Refuse ``path`` unless it has exactly ``size`` bytes and this ``sha256``; the message gives both sizes and
+    both hashes, then ``fix``. A file of the expected size is hashed once per process (:func:`file_sha256`)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: {fix}")
     actual = path.stat().st_size
-    found = file_sha256(path) if actual == size else None
-    if actual != size or found != sha256:
-        raise FileMismatchError(f"{path} is not the expected file: {actual:,} bytes, sha256 {found or 'not computed'}; "
+    if actual != size or file_sha256(path) != sha256:
+        raise FileMismatchError(f"{path} is not the expected file: {actual:,} bytes, sha256 {file_sha256(path)}; "
                                 f"expected {size:,} bytes, sha256 {sha256}. {fix}")

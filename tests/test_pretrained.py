@@ -295,7 +295,8 @@ def test_load_minilm_with_default_arguments():
     assert tok.vocab_size == model.bert.config.vocab_size == 30522
 
 
-def test_missing_package_says_how_to_install(monkeypatch):
+def test_missing_package_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # and no copy in the Hugging Face cache either
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == pretrained.PACKAGE else real(name, *a))

