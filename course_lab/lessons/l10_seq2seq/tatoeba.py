@@ -45,7 +45,7 @@ def translate_texts(model, sentences, src_tok, tgt_tok, method: str = "greedy", 
     try:
         for i in range(0, len(sentences), batch_size):
             src = src_tok.encode_batch(list(sentences[i:i + batch_size])).to(_device(model))    # (B, S)
-            max_len = 2 * src.size(1) + max_extra
+            max_len = min(2 * src.size(1) + max_extra, model.max_len)  # never past the positional table
             if method == "greedy":
                 ids = greedy_decode(model, src, max_len, tgt_tok.bos_id, tgt_tok.eos_id)
             else:
