@@ -67,6 +67,30 @@ def _plain(value: Any, where: str) -> Any:
                     f"torch.load(weights_only=True) cannot read back, so the checkpoint was not written: {hint}")
 
 
+def _check_parts(model: Any, optimizer: Any, scheduler: Any) -> None:
+    """Refuse a model that is not an nn.Module, an optimizer that is not a torch.optim.Optimizer (a model passed as
+    optimizer= would save its weights as "optimizer state"), and a module or optimizer passed as the scheduler."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}: pass the model itself")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}: pass the "
+                        "optimizer (e.g. torch.optim.AdamW(model.parameters())), or leave it out")
+    if scheduler is not None and (isinstance(scheduler, (nn.Module, torch.optim.Optimizer))
+                                  or not hasattr(scheduler, "state_dict")):
+        raise TypeError(f"scheduler must be a learning-rate scheduler (torch.optim.lr_scheduler), got "
+                        f"{type(scheduler).__name__}: pass the scheduler, or leave it out")
+
+
+def _check_map_location(map_location: Any) -> None:
+    """A device that this machine lacks is a wrong argument, not a damaged file (torch reports both alike)."""
+    if isinstance(map_location, (str, torch.device)):
+        kind = torch.device(map_location).type
+        if kind == "meta" or (kind == "cuda" and not torch.cuda.is_available()) or (
+                kind == "mps" and not torch.backends.mps.is_available()):
+            raise ValueError(f"map_location={str(map_location)!r}: {kind} is not available here to hold the weights: "
+                             "use map_location=None (the CPU) and move the model with model.to(device) afterwards")
+
+
 def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     scheduler: Any = None, step: int = 0, history: Any = None,
                     extra: dict[str, Any] | None = None) -> Path:
@@ -75,6 +99,7 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     ``history``: a ``course_utils.train.History``, a plain dict or ``None``. ``extra``: tensors and plain values;
     numpy scalars are stored as Python numbers, anything the safe loader could not read back (a datetime, a
     numpy array, an object, also in a model's extra state or a schedule's state) is refused with a ``TypeError``."""
+    _check_parts(model, optimizer, scheduler)
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
     if extra is not None and not isinstance(extra, dict):
@@ -155,6 +180,8 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
         raise ValueError(f"{path} is a directory: pass the checkpoint file inside it, e.g. {path / 'last.pt'}")
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}: check the path, or train with fit(checkpoint_path=...)")
+    _check_parts(model, optimizer, scheduler)
+    _check_map_location(map_location)
     target = _unwrap(model)
     if any(t.is_meta for t in (*target.parameters(), *target.buffers())):
         raise ValueError("the model is on the meta device (shapes without storage), where loading weights does "
@@ -178,5 +205,7 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     if scheduler is not None:
         scheduler.load_state_dict(ckpt["scheduler"])
     if restore_rng:
+        if not isinstance(ckpt.get("rng"), dict):
+            raise CheckpointError(f"{path} holds no RNG state to restore: load it with restore_rng=False")
         set_rng_state(ckpt["rng"])
     return ckpt

@@ -6,6 +6,7 @@ with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slo
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 
 import torch
@@ -28,6 +29,9 @@ def stream_tokens(
 ) -> Iterator[torch.Tensor]:
     """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen. Once the
     context window is full it slides: the cropped window is recomputed from position 0 with a fresh cache."""
+    if hasattr(model, "encode") or not _takes_cache(model):
+        raise TypeError(f"generate continues a decoder-only LM such as GPT, got {type(model).__name__}: for an "
+                        "encoder-decoder Transformer use greedy_decode or beam_search")
     _check_ids(ids, "ids", "(B, T) token ids")
     if ids.size(1) == 0:
         raise ValueError("generate needs at least one context token per row (e.g. a newline or <bos>)")
@@ -57,7 +61,19 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, **sampling) -> torch
     return torch.cat([ids, *stream_tokens(model, ids, max_new_tokens, **sampling)], dim=1)
 
 
+def _takes_cache(model) -> bool:
+    """Can ``model(ids, cache=...)`` be called? (A wrapper's ``**kwargs`` is given the benefit of the doubt.)"""
+    try:
+        params = inspect.signature(getattr(model, "forward", model)).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: let the call itself decide
+        return True
+    return any(p.name == "cache" or p.kind is p.VAR_KEYWORD for p in params)
+
+
 def _check_seq2seq(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, use_cache: bool) -> int:
+    if not (callable(getattr(model, "encode", None)) and callable(getattr(model, "decode", None))):
+        raise TypeError(f"greedy_decode and beam_search take an encoder-decoder Transformer (encode + decode), got "
+                        f"{type(model).__name__}: continue a GPT with generate(model, ids, max_new_tokens)")
     _check_ids(src, "src", "(B, S) token ids")
     if src.size(0) == 0:
         raise ValueError("src is an empty batch (B = 0): there is nothing to decode")
@@ -168,7 +184,7 @@ def translate(model, texts, src_tok, tgt_tok, *, method: str = "greedy", beam_si
     bos, eos, out = tgt_tok.bos_id, tgt_tok.eos_id, []
     for i in range(0, len(texts), check_int(batch_size, "batch_size")):
         src = src_tok.encode_batch(list(texts[i:i + batch_size])).to(model_device(model))  # (B, S)
-        n = 2 * src.size(1) + 10 if max_new_tokens is None else max_new_tokens
+        n = min(2 * src.size(1) + 10, getattr(model, "max_len", 10**9)) if max_new_tokens is None else max_new_tokens
         ids = (greedy_decode(model, src, n, bos, eos) if method == "greedy" else
                beam_search(model, src, beam_size=beam_size, max_new_tokens=n, bos_id=bos, eos_id=eos))
         out += [tgt_tok.decode(row.cpu()) for row in ids]  # (B, L) -> B strings

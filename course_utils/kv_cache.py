@@ -26,11 +26,19 @@ class KVCache:
         self.owner: nn.Module | None = None
         return self
 
-    def bind(self, model: nn.Module) -> None:
-        """Tie the cache to ``model`` (models call this): the entries of one model mean nothing to another."""
+    def bind(self, model: nn.Module, n_new: int = 1, extend: bool = False) -> None:
+        """Tie the cache to ``model`` (models call this with the ``n_new`` tokens they are fed): the entries of one
+        model mean nothing to another, and several tokens into a non-empty cache are a prefill, i.e. a new prompt,
+        unless ``extend=True`` says they continue the cached sequence."""
         if self.owner is not None and self.owner is not model:
             raise ValueError(f"this KVCache holds the keys and values of another {type(self.owner).__name__}: create "
                              "one KVCache per model and per batch (or call cache.reset() before reusing it)")
+        if not isinstance(extend, bool):
+            raise TypeError(f"extend must be True or False, got {type(extend).__name__} {extend!r}")
+        if self.offset and n_new > 1 and not extend:
+            raise ValueError(f"this KVCache already holds {self.offset} positions of a sequence, and {n_new} tokens "
+                             "came at once, as a new prompt would: use a fresh KVCache() (or cache.reset()) for each "
+                             "prompt; to append them to the cached sequence, pass extend=True")
         self.owner = model
 
     def _check_batch(self, batch: int) -> None:
@@ -86,7 +94,11 @@ class KVCache:
         self.offset += n
 
     def reorder(self, index: torch.Tensor) -> None:
-        """Keep batch rows ``index`` of every entry (beam search re-ranks hypotheses)."""
+        """Keep batch rows ``index`` (a 1-D long tensor) of every entry (beam search re-ranks hypotheses)."""
+        if not isinstance(index, torch.Tensor) or index.dim() != 1 or index.dtype != torch.long:
+            raise TypeError(f"index must be a 1-D torch.long tensor of batch rows, got {index!r:.60}")
+        if index.numel() and not 0 <= int(index.min()) <= int(index.max()) < (self.batch_size or 0):
+            raise ValueError(f"index holds rows outside the cached batch [0, {self.batch_size}): {index.tolist()[:8]}")
         self._self = {m: (k.index_select(0, index), v.index_select(0, index)) for m, (k, v) in self._self.items()}
         self._cross = {m: (*e[:2], *(t.index_select(0, index) for t in e[2:])) for m, e in self._cross.items()}
         self.batch_size = int(index.numel())

@@ -17,7 +17,7 @@ from .config import LayerConfig, check_activation
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention
 from .norm import make_norm
-from .validation import check_bool, check_int, check_probability, check_rank
+from .validation import check_bool, check_float, check_int, check_last_dim, check_probability, check_rank
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -33,6 +33,7 @@ class PositionwiseFeedForward(nn.Module):
         self.dropout = nn.Dropout(check_probability(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_last_dim(check_float(x, "x"), "x", self.linear1.in_features)  # (…, C)
         return self.linear2(self.dropout(self.activation(self.linear1(x))))  # (B, T, d_ff) -> (B, T, C)
 
 

@@ -77,6 +77,8 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
             hint = f"this looks like a (B, T_k) key mask: pass it as key_keep_mask=, or use {name}[:, None, None, :]"
         raise ValueError(f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} "
                          f"(each mask dimension must equal the scores' or be 1): {hint}")
+    if four_d and mask.dim() == 2 and tuple(mask.shape) == (scores_shape[0], scores_shape[3]) == scores_shape[2:]:
+        _refuse_ambiguous(mask, name)
     if mask.is_floating_point() and mask.numel() and reads_values(mask):
         if bool(torch.isnan(mask).any()) or bool((mask == float("inf")).any()):
             raise ValueError(f"additive {name} holds NaN or +inf, which turns the softmax into NaN: add 0 to keep a "
@@ -86,6 +88,32 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
                              f"to the scores (0 = keep, -inf = hide). Pass {name}.bool() (True = attend)")
     if device is not None:
         check_same_device(mask, name, device, "the attention inputs")
+    return mask
+
+
+def _refuse_ambiguous(mask: torch.Tensor, name: str) -> None:
+    """A 2-D mask shaped both (T_q, T_k) and (B, T_k) (B = T_q) is read as (T_q, T_k): accepted when it is causal or
+    all True (both readings agree or it is plainly causal), refused otherwise, as a (B, T_k) padding mask would be
+    applied to the wrong axis."""
+    if mask.dtype != torch.bool or not reads_values(mask):
+        return
+    t_q, t_k = mask.shape
+    if bool(mask.all()) or torch.equal(mask, causal_mask(t_q, t_k, device=mask.device)):
+        return
+    raise ValueError(f"{name} of shape {tuple(mask.shape)} is ambiguous (B = T_q = {t_q}): a (B, T_k) padding mask "
+                     f"goes in key_keep_mask=; a (T_q, T_k) mask, pass it as {name}[None, None]")
+
+
+def check_self_mask(mask: torch.Tensor, t: int) -> torch.Tensor:
+    """Self-attention (T_q = T_k = t): refuse a bool mask where a query sees key j although query j may not see its
+    own position: causal, padding (left or right) and their AND never do that (a key seen is a real token, which
+    sees itself; a pad query may see nothing), while an inverted mask (PyTorch's True = blocked) does."""
+    if mask.dtype != torch.bool or t < 1 or not mask.numel() or not reads_values(mask):
+        return mask
+    full = (mask if mask.dim() >= 2 else mask[None]).expand(*mask.shape[:-2], t, t)  # (…, t, t), a view
+    if bool((full.any(dim=-2) & ~full.diagonal(dim1=-2, dim2=-1)).any()):  # (…, t) keys seen but blind to themselves
+        raise ValueError("mask lets queries see keys whose own query is blocked from itself (a False diagonal): it "
+                         "looks inverted. Here True = attend (PyTorch's attn_mask: True = blocked): pass ~mask")
     return mask
 
 

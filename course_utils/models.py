@@ -90,11 +90,12 @@ class Transformer(nn.Module):
         return self.encoder(self.src_pos(self.src_embed(src)), src_mask), src_mask
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None,
-               cache: KVCache | None = None) -> torch.Tensor:
-        """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``. With a cache, pass only the new tokens."""
+               cache: KVCache | None = None, *, extend: bool = False) -> torch.Tensor:
+        """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``. With a cache, pass only the new tokens (several into a
+        non-empty cache need ``extend=True``)."""
         check_rank(tgt_in, "tgt_in", (2,), "(B, T_t) token ids")
         if cache is not None:
-            cache.bind(self)
+            cache.bind(self, tgt_in.size(1), extend)
         offset = cache.offset if cache is not None else 0
         y = self.tgt_pos(self.tgt_embed(tgt_in), offset=offset)
         # No target padding mask: padding only sits *after* the real tokens, which the causal mask already hides
@@ -158,10 +159,11 @@ class GPT(nn.Module):
         if check_bool(tie_weights, "tie_weights"):
             self.lm_head.weight = self.embed.weight
 
-    def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, cache: KVCache | None = None, *, extend: bool = False) -> torch.Tensor:
+        """``extend=True`` appends several tokens to a non-empty ``cache`` (else that is refused as a new prompt)."""
         check_rank(ids, "ids", (2,), "(B, T) token ids")
         if cache is not None:
-            cache.bind(self)
+            cache.bind(self, ids.size(1), extend)
         offset = cache.offset if cache is not None else 0
         if offset + ids.size(1) > self.max_len:
             raise ValueError(f"GPT context is {self.max_len} tokens but got {offset + ids.size(1)}: crop the input to "

@@ -12,7 +12,7 @@ from torch import nn
 
 from .attention import attention_with_weights
 from .kv_cache import KVCache
-from .masks import check_key_keep_mask, check_mask
+from .masks import check_key_keep_mask, check_mask, check_self_mask
 from .validation import (
     _compiling,
     check_bool,
@@ -155,6 +155,8 @@ class MultiHeadAttention(nn.Module):
                 check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], t_k), device=query.device)
                 keep = mask & keep if mask.dtype == torch.bool else torch.where(keep, mask, float("-inf"))
             mask = keep
+        if mask is not None and key is None and cache is None:  # self-attention: the diagonal is each token itself
+            check_self_mask(check_mask(mask, (query.shape[0], self.n_heads, t_k, t_k), device=query.device), t_k)
         q, k, v = self._project(query, key, value, cache)  # (B, h, T_q, d_k), (B, h, T_k, d_k) ×2
         keep_weights = need_weights or self.record_weights
         out, weights = attention_with_weights(q, k, v, mask, dropout_p=self.dropout if self.training else 0.0,

@@ -33,6 +33,8 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype
     check_int(max_len, "max_len")
     check_int(d_model, "d_model")
     check_positive(base, "base")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a float dtype (sines lie in [-1, 1]), got {dtype!r}: e.g. dtype=torch.float32")
     position = torch.arange(max_len, dtype=torch.float64, device=device)[:, None]  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (ceil(d/2),)
     inv_freq = torch.exp(-two_i * (math.log(base) / d_model))  # 1 / base^(2i/d) without base^(2i/d) (lesson 02)

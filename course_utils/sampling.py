@@ -55,6 +55,9 @@ def sampling_distribution(
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()
+    # subtract each row's max first: its best logit becomes 0 / τ = 0, so a tiny τ (1e-45) gives near-greedy
+    # probabilities instead of inf - inf = NaN
+    logits = logits - logits.amax(dim=-1, keepdim=True)
     return torch.softmax(top_p_filter(top_k_filter(logits / temperature, top_k), top_p), dim=-1)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from .validation import check_int
+from .validation import check_bool, check_int
 
 PAD, UNK, BOS, EOS, MASK = "<pad>", "<unk>", "<bos>", "<eos>", "<mask>"
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS, MASK)
@@ -25,11 +25,26 @@ _WORD_RE = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+(?:'(?:(?![{_CJK}])\w)+)*|\
 _IS_CJK = re.compile(rf"[{_CJK}]")
 
 
+def _id_row(seq, i: int) -> torch.Tensor:
+    """Row ``i`` of pad_batch as a 1-D int64 tensor; floats, bools, strings and nested rows are refused, not cast."""
+    try:
+        bools = isinstance(seq, (list, tuple)) and any(isinstance(v, bool) for v in seq)  # True would become 1
+        row = None if isinstance(seq, (str, bytes)) or bools else torch.as_tensor(seq)
+    except (TypeError, ValueError, RuntimeError):
+        row = None
+    if row is not None and not row.numel():
+        row = row.long()
+    if row is None or row.dtype == torch.bool or row.is_floating_point() or row.is_complex() or row.dim() != 1:
+        raise TypeError(f"pad_batch row {i} must be a flat list of int ids, got {type(seq).__name__} {seq!r:.40}: "
+                        "encode text with a tokenizer, round ids yourself (int(x)), one sequence per row")
+    return row.long()
+
+
 def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID,
               max_len: int | None = None) -> torch.Tensor:
     """Stack sequences of ids into a ``(B, T)`` LongTensor right-padded with ``pad_id``; ``T`` is the longest
     sequence, or exactly ``max_len`` when given (longer sequences are cut at the end)."""
-    rows = [torch.as_tensor(s, dtype=torch.long).reshape(-1) for s in seqs]
+    rows = [_id_row(s, i) for i, s in enumerate(seqs)]  # each (T_i,) int64
     width = max((len(r) for r in rows), default=0) if max_len is None else check_int(max_len, "max_len", 0)
     out = torch.full((len(rows), width), pad_id, dtype=torch.long)
     for i, row in enumerate(rows):
@@ -69,7 +84,13 @@ class Tokenizer:
         Tokenizer._KINDS[cls.__name__] = cls
 
     def __init__(self, tokens: Iterable[str]):
+        if isinstance(tokens, str) or not isinstance(tokens, Iterable):
+            raise TypeError(f"Tokenizer takes a list of token strings, got {type(tokens).__name__} {tokens!r:.40}: "
+                            "build one from text with from_texts(...)")
         tokens = list(tokens)
+        if bad := [t for t in tokens if not isinstance(t, str)][:1]:
+            raise TypeError(f"tokens must be str, got {type(bad[0]).__name__} {bad[0]!r:.40}: pass token strings, "
+                            "not ids (ids are positions in this list)")
         if tokens[: len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS):
             tokens = list(SPECIAL_TOKENS) + [t for t in tokens if t not in SPECIAL_TOKENS]
         if len(set(tokens)) != len(tokens):
@@ -124,7 +145,9 @@ class Tokenizer:
         return self._join([self.itos[i] for i in self._check_ids(ids) if i not in hidden])
 
     def _check_ids(self, ids) -> list[int]:
-        if isinstance(ids, torch.Tensor) and ids.dim() > 1:
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, (Iterable, torch.Tensor)):
+            raise TypeError(f"decode expects a list or 1-D tensor of token ids, got {type(ids).__name__} {ids!r:.30}")
+        if isinstance(ids, torch.Tensor) and ids.dim() != 1:
             raise ValueError(f"decode expects one sequence (1-D), got shape {tuple(ids.shape)}: decode each row")
         checked = []
         for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:  # a str gives characters: refused
@@ -212,7 +235,7 @@ class WordTokenizer(Tokenizer):
 
     def __init__(self, tokens: Iterable[str], lowercase: bool = True):
         super().__init__(tokens)
-        self.lowercase = lowercase
+        self.lowercase = check_bool(lowercase, "lowercase")  # a string "false" would be truthy
 
     @classmethod
     def from_texts(cls, texts: Iterable[str], min_freq: int = 1, max_size: int | None = None,
@@ -221,6 +244,9 @@ class WordTokenizer(Tokenizer):
         (ties alphabetical), at most ``max_size`` entries *including* the 5 special tokens."""
         if isinstance(texts, str):
             raise TypeError("from_texts expects a list of strings, got one str: wrap it as [text]")
+        texts = list(texts) if isinstance(texts, Iterable) else [texts]
+        if bad := [t for t in texts if not isinstance(t, str)][:1]:
+            raise TypeError(f"from_texts expects a list of strings, got a {type(bad[0]).__name__} {bad[0]!r:.40}")
         check_int(min_freq, "min_freq", 1)
         if max_size is not None:  # room for the special tokens at least
             check_int(max_size, "max_size", len(SPECIAL_TOKENS))

@@ -95,6 +95,8 @@ def check_dtype(x: torch.Tensor, name: str, expected: torch.dtype, owner: str = 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids") -> torch.Tensor:
     """Raise unless ``ids`` is an integer tensor with values in ``[0, vocab_size)`` (read as ``reads_values`` says)."""
     check_int_tensor(ids, name)
+    if ids.dtype not in (torch.int64, torch.int32):  # what nn.Embedding indexes with (uint8 would read as a mask)
+        raise TypeError(f"{name} must be int64 (or int32), got {ids.dtype}: convert them with ids.long()")
     if not ids.numel() or not reads_values(ids):
         return ids
     lo, hi = int(ids.min()), int(ids.max())

@@ -115,10 +115,16 @@ class WordPieceTokenizer(Tokenizer):
         if not vocab_path.is_file():
             raise FileNotFoundError(f"no vocab.txt in {folder}: a WordPiece model folder needs one")
         cfg = read_json_file(config_path, "tokenizer configuration") if config_path.is_file() else {}
+        if not isinstance(cfg, dict):
+            raise ValueError(f"{config_path} must hold a JSON object of options, got a {type(cfg).__name__}")
         if cfg.get("do_basic_tokenize", True) is False:
             raise ValueError(f"{config_path}: do_basic_tokenize=false is not supported")
-        options = {"lowercase": bool(cfg.get("do_lower_case", True)), "strip_accents": cfg.get("strip_accents"),
-                   "tokenize_chinese_chars": bool(cfg.get("tokenize_chinese_chars", True))}
+        flags = {key: cfg.get(key, key != "strip_accents") for key in ("do_lower_case", "strip_accents",
+                                                                       "tokenize_chinese_chars")}
+        if bad := {k: v for k, v in flags.items() if not isinstance(v, bool) and v is not None}:  # "false" is truthy
+            raise ValueError(f"{config_path}: {bad} must be JSON true or false, not a string or number: fix the file")
+        options = {"lowercase": bool(flags["do_lower_case"]), "strip_accents": flags["strip_accents"],
+                   "tokenize_chinese_chars": bool(flags["tokenize_chinese_chars"])}
         if isinstance(cfg.get("model_max_length"), int) and cfg["model_max_length"] < 10 ** 6:  # not "no limit"
             options["model_max_length"] = cfg["model_max_length"]
         return cls.from_file(vocab_path, **options)

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.layers import PositionwiseFeedForward, Residual
+from course_utils.validation import check_int
 
 from .. import i18n, viz
 from ..exercises import attempt, fail, is_tensor, never_raises, passed, watching
@@ -24,6 +25,8 @@ from ..widgets import LessonWidget, slider
 
 def demo_vector(d: int = 512, seed: int = 0) -> torch.Tensor:
     """A fixed float64 vector of ``d`` features with a skewed distribution (mean ≈ 0, std ≈ 1)."""
+    check_int(d, "d", 2)  # one feature has std 0: normalising it divides by zero
+    check_int(seed, "seed", None)
     g = torch.Generator().manual_seed(seed)
     z = torch.randn(d, generator=g, dtype=torch.float64)
     x = z + 0.4 * (z**2 - 1)                     # a little skew, so that the histogram is not a textbook bell

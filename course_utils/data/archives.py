@@ -138,8 +138,14 @@ def safe_extract(archive: str | os.PathLike, dest: str | os.PathLike, progress: 
     archive, dest = Path(archive), Path(dest)
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"cannot extract into {dest}: it is a file, not a folder")
-    is_zip = zipfile.is_zipfile(archive)
-    if not is_zip and not tarfile.is_tarfile(archive):
+    if not archive.is_file():
+        raise FileNotFoundError(f"no archive at {archive}: check the path (or fetch it with extract_resource)")
+    try:  # is_tarfile reads the compressed stream: a cut .tar.gz raises EOFError there
+        is_zip = zipfile.is_zipfile(archive)
+        readable = is_zip or tarfile.is_tarfile(archive)
+    except (EOFError, OSError, tarfile.TarError, zlib.error, lzma.LZMAError) as err:
+        raise ValueError(f"{archive} is damaged ({type(err).__name__}: {err}): delete it and download again") from None
+    if not readable:
         raise ValueError(f"{archive} is neither a zip nor a tar archive: was the download complete?")
     dest.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".extracting-", dir=dest))

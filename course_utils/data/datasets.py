@@ -254,11 +254,14 @@ def load_imdb(split: str = "train", data_dir: str | os.PathLike | None = None, f
 
 def train_test_split(examples: Examples, test_size: float = 0.2, seed: int = 0) -> tuple[Examples, Examples]:
     """Shuffle with ``seed`` and split off ``test_size`` (a fraction) of the examples; sources are kept."""
-    if not 0 < test_size < 1:
-        raise ValueError(f"test_size must be a fraction between 0 and 1, got {test_size}")
+    if isinstance(test_size, bool) or not isinstance(test_size, (int, float)) or not 0 < test_size < 1:
+        raise ValueError(f"test_size must be a fraction between 0 and 1, got {test_size!r}")
+    if len(examples) < 2:
+        raise ValueError(f"train_test_split needs at least 2 examples (one to train on, one to test), got "
+                         f"{len(examples)}: load more data")
     order = list(range(len(examples)))
     random.Random(seed).shuffle(order)
-    n_test = max(1, round(len(order) * test_size))
+    n_test = min(len(order) - 1, max(1, round(len(order) * test_size)))  # both parts keep at least one row
     meta = dict(name=getattr(examples, "name", ""), source=getattr(examples, "source", None))
     return (Examples([examples[i] for i in order[n_test:]], split="train", **meta),
             Examples([examples[i] for i in order[:n_test]], split="test", **meta))

@@ -25,6 +25,7 @@ class Resource:
     how_to_get: str = ""
     derive: Callable[[bytes], bytes] | None = None
     extract_to: str | None = None
+    rows: int | None = None  # rows of the course's copy, to say how far another file differs
 
 
 def _normalize_chnsenticorp(raw: bytes) -> bytes:
@@ -87,7 +88,8 @@ REGISTRY: dict[str, Resource] = {r.name: r for r in [
              "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (much of the Chinese traditional)",
              "Tatoeba (tatoeba.org, CC BY 2.0 FR) as packaged in cmn-eng.zip by manythings.org/anki",
              how_to_get="No public copy has these bytes: https://www.manythings.org/anki/cmn-eng.zip grows and adds "
-             "an attribution column; load_tatoeba_cmn() downloads it and reads it (or any cmn.txt) once checked."),
+             "an attribution column; load_tatoeba_cmn() downloads it and reads it (or any cmn.txt) once checked.",
+             rows=32_028),
 ]}
 
 

@@ -9,6 +9,7 @@ import importlib
 import os
 import random
 import re
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -126,6 +127,10 @@ def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: b
         digest = sha256_file(found[0])
         verdict = ("sha256 = the course's copy" if digest == res.sha256  # the same sha256 means the same size
                    else f"sha256 {digest[:16]}…: another release, format checked")
+        if digest != res.sha256:  # a cut or edited file parses as well as a release: say so every time
+            warnings.warn(f"{found[0]} is not the course's copy (sha256 {digest[:16]}…): {len(rows):,} pairs instead "
+                          f"of {res.rows or 0:,}; results will differ from the lesson's. If it was cut short or "
+                          "edited, delete it and load again", stacklevel=2)
         pairs = Pairs(rows, "Tatoeba cmn-eng", DataSource(kind, what, f"{verdict}; {CREDIT}"))
     return Pairs(to_simplified(pairs) if simplified else pairs, pairs.name, pairs.source)
 
@@ -185,6 +190,14 @@ def grouped_split(pairs: list[tuple[str, str]], n_test: int | float = 0.05,
 
 
 def _check_refs(hypotheses, references) -> list[list[str | None]]:
+    for name, value in (("hypotheses", hypotheses), ("references", references)):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise TypeError(f"{name} must be a list (one entry per sentence), not a {type(value).__name__}: "
+                            f"wrap a single sentence as [{value!r:.30}]")
+    if not hypotheses:
+        raise ValueError("corpus_bleu got no sentences: pass at least one hypothesis and its references")
+    if bad := [h for h in hypotheses if not isinstance(h, str)][:1]:
+        raise TypeError(f"each hypothesis must be a str, got {type(bad[0]).__name__} {bad[0]!r:.30}: decode ids first")
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists: give one per hypothesis")
     if any(isinstance(r, str) or not r for r in references):

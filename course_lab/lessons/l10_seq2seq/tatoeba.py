@@ -9,15 +9,9 @@ training recipe and the decoders are written in the notebook.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from course_utils.data.translation import corpus_bleu, make_tokenizers, nearest_neighbour
 
-__all__ = ["BENCHMARK", "make_tokenizers", "nearest_neighbour", "show_translations"]
-
-# What benchmarks/train_translation.py measured on a 2-core CPU (the notebook reads it; it does not rerun it).
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "cpu" / "translation.json"
-
+__all__ = ["make_tokenizers", "nearest_neighbour", "show_translations"]
 
 def show_translations(sources, outputs, references, n: int | None = None) -> None:
     """Print ``source | output | reference(s) | sentence BLEU`` for the first ``n`` rows."""
