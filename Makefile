@@ -16,12 +16,13 @@ SETUP_STAMP := .make/setup-$(ENV_ID).stamp
 NOTEBOOK_DIRS := $(wildcard notebooks/en notebooks/zh)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test notebooks check-notebooks lint clean slides
+.PHONY: help setup lab test notebooks instructor check-notebooks lint clean slides
 
 help:
 	@echo "make lab              set everything up, then open the notebooks in JupyterLab"
 	@echo "make test             set everything up, then run the tests and every notebook (EN and ZH)"
 	@echo "make notebooks        rebuild notebooks/en and notebooks/zh from notebooks/source"
+	@echo "make instructor       build the instructor edition (speaker notes, test probes) in build/instructor"
 	@echo "make check-notebooks  list notebooks that are out of date with their source"
 	@echo "make lint             ruff check"
 	@echo "make slides           export every lesson (EN and ZH, executed) to offline reveal.js decks in build/slides"
@@ -64,6 +65,11 @@ test: $(SETUP_STAMP)
 
 notebooks: $(SETUP_STAMP)
 	$(PYTHON) tools/build_notebooks.py
+
+# The instructor edition: every cell, speaker notes and test probes included (docs/presenting.md). Not committed;
+# `make slides` builds it itself.
+instructor: $(SETUP_STAMP)
+	$(PYTHON) tools/build_notebooks.py --edition instructor --out-dir build/instructor
 
 check-notebooks: $(SETUP_STAMP)
 	$(PYTHON) tools/build_notebooks.py --check

@@ -22,10 +22,16 @@ Every ``check_*`` function is decorated with :func:`never_raises`. Two ways to w
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dis
 import functools
+import inspect
 import math
+import signal
+import sys
+import textwrap
+import threading
 from collections.abc import Callable, Iterable
 
 import torch
@@ -91,15 +97,95 @@ def never_raises(check: Callable) -> Callable:
 # --- calling the student's function ---------------------------------------------------------------------------
 
 
-def _call(fn: Callable, args: tuple, kwargs: dict, lang: str | None):
+# Seconds one call of the student's function may take: a check never hangs the notebook (``while True: pass``).
+TIME_LIMIT_S = 20.0
+
+
+class _TooSlow(BaseException):
+    """Raised in the student's code by the time limit: a BaseException, so their ``except Exception`` cannot
+    swallow it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise :class:`_TooSlow` in the block after ``seconds`` (``signal.setitimer``, so on the main thread of a
+    POSIX machine only; elsewhere, e.g. on Windows, the block runs without a limit)."""
+    usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+              and seconds > 0)
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return True, fn(*args, **kwargs)
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def slow_exercise(factor: float = 15.0):
+    """Within the block the student's calls may take ``factor`` times :data:`TIME_LIMIT_S`: for the experiment
+    exercises whose function trains a small model (still a limit, so a hang still ends)."""
+    global TIME_LIMIT_S
+    saved, TIME_LIMIT_S = TIME_LIMIT_S, TIME_LIMIT_S * factor
+    try:
+        yield
+    finally:
+        TIME_LIMIT_S = saved
+
+
+def _tensors(args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
+    """The caller's tensors among the arguments (top level, and inside lists, tuples and dicts), by name."""
+    found = []
+    for where, value in [(f"argument {i + 1}", a) for i, a in enumerate(args)] + list(kwargs.items()):
+        inner = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+        found += [(str(where), t) for t in inner if isinstance(t, torch.Tensor)]
+    return found
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit the same values (NaN equals NaN), shape and dtype."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+
+
+def _call(fn: Callable, args: tuple, kwargs: dict, lang: str | None):
+    """``(True, result)``; ``(None, None)`` for a stub; ``(False, None)`` once a crash, a call over
+    :data:`TIME_LIMIT_S` or an in-place change of the caller's tensors is reported."""
+    inputs = _tensors(args, kwargs)
+    before = [t.detach().clone() for _, t in inputs]     # to refuse an answer that changes its input in place
+    try:
+        with time_limit(TIME_LIMIT_S):
+            result = fn(*args, **kwargs)
     except NotImplementedError:
         return None, None
+    except _TooSlow:
+        fail(f"Your function ran longer than {TIME_LIMIT_S:g} s: look for a loop that never ends.",
+             f"你的函数运行超过了 {TIME_LIMIT_S:g} 秒：看看是不是有停不下来的循环。", lang)
+        return False, None
     except Exception as err:  # noqa: BLE001 - any bug in the student's code is reported, never raised
         fail(f"Your function raised {type(err).__name__}: {err}", f"你的函数抛出了 {type(err).__name__}：{err}",
              lang)
         return False, None
+    changed = [where for (where, t), old in zip(inputs, before) if not _same(t.detach(), old)]
+    if changed:
+        for (_, t), old in zip(inputs, before):   # put the caller's tensors back for the rest of the notebook
+            if t.shape == old.shape and t.dtype == old.dtype:
+                with torch.no_grad():
+                    t.copy_(old)
+        fail(f"Your function changed its input in place ({changed[0]}): work on a copy (x.clone()) or use "
+             "out-of-place operations (masked_fill, not masked_fill_).",
+             f"你的函数原地修改了传入的张量（{changed[0]}）：请在副本（x.clone()）上操作，或用不修改原张量的运算"
+             "（masked_fill，而不是 masked_fill_）。", lang)
+        return False, None
+    return True, result
 
 
 def attempt(fn: Callable, *args, **kwargs):
@@ -136,6 +222,8 @@ def tensor_problem(got, want, atol: float = 1e-5, rtol: float = 1e-4, *, numbers
     """
     if numbers:
         try:
+            if isinstance(got, (str, bytes)):
+                raise TypeError
             got = torch.as_tensor(got, dtype=torch.float64)
         except (TypeError, ValueError, RuntimeError):
             return (f"expected a tensor or a number, got {type(got).__name__}",
@@ -154,6 +242,8 @@ def tensor_problem(got, want, atol: float = 1e-5, rtol: float = 1e-4, *, numbers
 def number_problem(got, want: float, rel: float = 1e-6) -> Problem | None:
     """Why the number ``got`` differs from ``want`` (relative tolerance, absolute below 1)."""
     try:
+        if isinstance(got, (str, bytes)):    # float("3") would take a string for a number
+            raise TypeError
         value = float(got)
     except (TypeError, ValueError, RuntimeError):
         return f"expected a number, got {type(got).__name__}", f"应该返回一个数，实际返回的是 {type(got).__name__}"
@@ -224,30 +314,59 @@ class Calls(list):
     """Names of the watched functions that were called (see :func:`watching`); empty when none was."""
 
 
+# Where a watched function may be reached under another name: the public modules of PyTorch a student imports
+# from, and the course's own packages. Private routes (torch._C, torch._VF, aten ops) are not chased.
+_ALIAS_MODULES = ("torch", "torch.functional", "torch.nn.functional", "torch.func", "torch.linalg",
+                  "torch.special", "torch.autograd")
+_ALIAS_PACKAGES = ("course_utils", "course_lab")    # with every module inside them
+
+
+def _alias_homes(original, globals_: dict) -> list[dict]:
+    """Every namespace that binds ``original`` by identity: the student's globals and the modules above."""
+    homes = [globals_] + [vars(module) for name, module in list(sys.modules.items())
+                          if module is not None and (name in _ALIAS_MODULES or name.split(".")[0] in _ALIAS_PACKAGES
+                                                     or name.startswith("torch.nn.modules."))]
+    return [home for home in homes if any(value is original for value in home.values())]
+
+
+def _watch_targets(targets: Iterable[tuple[object, str]]) -> list[tuple[object, str, str]]:
+    """``(owner, attribute, label)``: a class is watched through its ``__init__``, so that every route that builds
+    one (``type(obj)(...)``, another class that makes it inside) is seen, and ``isinstance`` keeps working."""
+    out = []
+    for owner, name in targets:
+        value = getattr(owner, name)
+        out.append((value, "__init__", name) if isinstance(value, type) else (owner, name, name))
+    return list(dict.fromkeys(out))
+
+
 @contextlib.contextmanager
 def watching(fn: Callable, targets: Iterable[tuple[object, str]]):
     """Within the block, record calls to ``owner.name`` for each ``(owner, name)`` in ``targets``.
 
     A check uses it to recognise the shortcut an exercise forbids (calling the library function the student is
     asked to write). The watched function still runs, so the student's code finishes and the check can say what
-    was used. Globals of ``fn`` bound to a watched object (``from course_utils.masks import padding_mask``) are
-    watched too. Everything is restored on exit. Yields a :class:`Calls` list.
+    was used. A function is watched by identity wherever it is bound: in ``fn``'s globals and in the modules of
+    :data:`_ALIAS_MODULES` (``from course_utils.masks import padding_mask``, ``F.softmax`` and ``torch.softmax``
+    alike). A class is watched by its ``__init__``. Everything is restored on exit. Yields a :class:`Calls` list.
     """
     calls, saved, globals_ = Calls(), [], getattr(fn, "__globals__", {})
-    for owner, name in targets:
+    for owner, name, label in _watch_targets(targets):
         original = getattr(owner, name)
 
-        def spy(*args, __original=original, __name=name, **kwargs):
-            calls.append(__name)
+        def spy(*args, __original=original, __label=label, **kwargs):
+            calls.append(__label)
             return __original(*args, **kwargs)
 
         own = isinstance(owner, type) and name not in vars(owner)    # inherited: delete again on exit
         saved.append((owner, name, None if own else original))
         setattr(owner, name, spy)
-        for key, value in list(globals_.items()):
-            if value is original:
-                saved.append((globals_, key, value))
-                globals_[key] = spy
+        if isinstance(owner, type) and name == "__init__":
+            continue
+        for home in _alias_homes(original, globals_):
+            for key, value in list(home.items()):
+                if value is original:
+                    saved.append((home, key, value))
+                    home[key] = spy
     try:
         yield calls
     finally:
@@ -260,15 +379,74 @@ def watching(fn: Callable, targets: Iterable[tuple[object, str]]):
                 setattr(owner, name, original)
 
 
-def has_python_loop(fn: Callable) -> bool:
-    """True if the function's code (or a comprehension or function defined inside it) has a Python ``for`` loop:
-    for checks of exercises that ask for one vectorised call instead of a loop over the batch."""
-    codes = [getattr(fn, "__code__", None)]
+# --- "no Python loops": one detector for every check -------------------------------------------------------------
+
+_LOOP_NODES = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOP_CALLS = {"map", "filter", "reduce"}  # a loop by another name: map(row, x), functools.reduce(f, rows)
+_BACKWARD_JUMPS = {"FOR_ITER", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
+
+
+def _own_functions(fn: Callable, names: Iterable[str]) -> list[Callable]:
+    """The functions among ``names`` that the student wrote next to ``fn`` (same module, not a library)."""
+    scope = dict(getattr(fn, "__globals__", {}))
+    closure = getattr(fn, "__closure__", None) or ()
+    scope.update(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
+                     (c.cell_contents for c in closure if c.cell_contents is not None)))
+    home = getattr(fn, "__module__", None)
+    return [scope[n] for n in names if inspect.isfunction(scope.get(n)) and scope[n].__module__ == home]
+
+
+def _loop_in_source(fn: Callable) -> tuple[bool, set[str]] | None:
+    """``(has a loop, names it reads)`` from the function's source; None when there is no parsable source."""
+    if getattr(fn, "__name__", "") == "<lambda>":
+        return None                        # its source line may hold other code: read the bytecode instead
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    loop = False
+    for node in ast.walk(tree):
+        if isinstance(node, _LOOP_NODES):
+            loop = True
+        elif isinstance(node, ast.Call):
+            callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            loop = loop or callee in _LOOP_CALLS
+    return loop, {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _loop_in_code(fn: Callable) -> tuple[bool, set[str]]:
+    """The same from the bytecode (lambdas, code without source): backward jumps, ``map``/``filter``."""
+    codes, names, loop = [getattr(fn, "__code__", None)], set(), False
     while codes:
         code = codes.pop()
         if code is None:
             continue
-        if any(ins.opname == "FOR_ITER" for ins in dis.get_instructions(code)):
-            return True
+        loop = loop or any(ins.opname in _BACKWARD_JUMPS for ins in dis.get_instructions(code))
+        names |= set(code.co_names)
         codes.extend(c for c in code.co_consts if hasattr(c, "co_code"))
-    return False
+    return loop or bool(_LOOP_CALLS & names), names
+
+
+def has_python_loop(fn: Callable, _seen: set | None = None) -> bool:
+    """True if the student's function loops in Python: ``for``, ``while``, a comprehension, ``map``/``filter``/
+    ``reduce``, in its own code or in any function of theirs that it calls (helpers, nested functions).
+
+    The one loop detector of every check that asks for one vectorised computation instead of a loop.
+    """
+    seen = set() if _seen is None else _seen
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    if id(fn) in seen or not hasattr(fn, "__code__"):
+        return False
+    seen.add(id(fn))
+    loop, names = _loop_in_source(fn) or _loop_in_code(fn)
+    return loop or any(has_python_loop(helper, seen) for helper in _own_functions(fn, names))
+
+
+def grad_problem(got) -> Problem | None:
+    """Why ``got`` cannot carry a gradient back to the inputs: it is not a tensor, or it was detached."""
+    if isinstance(got, torch.Tensor) and got.requires_grad:
+        return None
+    return ("the result carries no gradient (requires_grad is False): compute it from the inputs with torch "
+            "operations, without .detach(), .item() or torch.no_grad()",
+            "结果不带梯度（requires_grad 为 False）：请直接用 torch 运算从输入算出它，不要用 .detach()、"
+            ".item() 或 torch.no_grad()")

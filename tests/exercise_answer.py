@@ -2,7 +2,9 @@
 
 Per exercise: a correct answer, a wrong one (a plausible mistake) and the shortcut the exercise forbids. The check
 must accept the first and reject the other two; for the shortcut it must also print the teaching message ``says``
-(in English; the Chinese message is printed by the same branch).
+(in English; the Chinese message is printed by the same branch). ``also`` lists more answers the check must refuse,
+each with part of its message: other routes to the shortcut, wrong answers found by reviewers, and the hostile
+ones (an input changed in place, a string for a number, a function that never returns).
 """
 
 from __future__ import annotations
@@ -19,3 +21,4 @@ class Answer:
     shortcut: Callable              # what the exercise rules out
     says: str                       # part of the message the shortcut gets
     args: tuple = field(default=())  # extra arguments of the check after the student's function
+    also: tuple = field(default=())  # ((answer, part of the message it must get), ...): each must be refused

@@ -31,13 +31,19 @@ def _masked_inverted(q, k, v, mask):               # PyTorch's key_padding_mask 
     return _masked(q, k, v, ~mask | ~mask.any(-1, keepdim=True))
 
 
+def _jacobian_by_rows(a):                          # a comprehension over the rows: a loop
+    rows = a.reshape(-1, a.shape[-1])
+    return torch.stack([torch.diag(r) - torch.outer(r, r) for r in rows]).reshape(*a.shape, a.shape[-1])
+
+
 L03 = [
     Answer("check_softmax_jacobian", _jacobian,
            wrong=lambda a: torch.diag_embed(a * (1 - a)),                    # the diagonal only, as for a sigmoid
-           shortcut=_jacobian_by_autograd, says="asked autograd"),
+           shortcut=_jacobian_by_autograd, says="asked autograd", also=((_jacobian_by_rows, "loops over the rows"),)),
     Answer("check_unit_scale", lambda d, vq, vk: 1 / math.sqrt(d * vq * vk),
            wrong=lambda d, vq, vk: 1 / (math.sqrt(d) * vq * vk),             # variances instead of std
-           shortcut=lambda d, vq, vk: 1 / math.sqrt(d), says="assumes unit-variance"),
+           shortcut=lambda d, vq, vk: 1 / math.sqrt(d), says="assumes unit-variance",
+           also=((lambda d, vq, vk: str(1 / math.sqrt(d * vq * vk)), "expected a number"),)),
     Answer("check_masked_attention", _masked, wrong=_masked_inverted,
            shortcut=lambda q, k, v, mask: course_utils.attention_with_weights(q, k, v, mask),
            says="attention_with_weights"),

@@ -31,6 +31,12 @@ def _forward_without_transpose(x, mha):             # merges with reshape only: 
     return mha.out_proj(out.reshape(x.shape))
 
 
+def _forward_merged_by_the_library(x, mha):         # "the merge is yours to write"
+    q, k, v = (_split(t, mha.n_heads) for t in mha.qkv_proj(x).split(mha.d_model, dim=-1))
+    out, _ = cu.attention_with_weights(q, k, v)
+    return mha.out_proj(mha.merge_heads(out))
+
+
 def _cross(x, memory, keep, mha, mask=True):
     b_q, b_k, b_v = mha.qkv_proj.bias.split(mha.d_model)
     q = _split(F.linear(x, mha.w_q, b_q), mha.n_heads)
@@ -45,7 +51,8 @@ L04 = [
            wrong=lambda x, h: x.view(x.shape[0], h, x.shape[1], x.shape[2] // h),         # no transpose
            shortcut=lambda x, h: cu.MultiHeadAttention(x.shape[-1], h).split_heads(x), says="called the library"),
     Answer("check_mha_forward", _forward, wrong=_forward_without_transpose,
-           shortcut=lambda x, mha: mha(x), says="called the library"),
+           shortcut=lambda x, mha: mha(x), says="called the library",
+           also=((_forward_merged_by_the_library, "merge_heads"),)),
     Answer("check_cross_attention", _cross,
            wrong=lambda x, memory, keep, mha: _cross(x, memory, keep, mha, mask=False),     # padding attended
            shortcut=lambda x, memory, keep, mha: mha(x, memory, memory, key_keep_mask=keep),

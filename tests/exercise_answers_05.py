@@ -56,12 +56,32 @@ def _sliding_from_lists(t, window):
     return torch.tensor([[i - window < j <= i for j in range(t)] for i in range(t)])
 
 
+def _left_padded_by_unbind(ids, pad_id):           # a loop over the rows, without indexing cell by cell
+    t = ids.shape[1]
+    causal = torch.tril(torch.ones(t, t, dtype=torch.bool)) | torch.eye(t, dtype=torch.bool)
+    rows = []
+    for row in ids.unbind(0):
+        rows.append(((row != pad_id).unsqueeze(0) & causal) | torch.eye(t, dtype=torch.bool))
+    return torch.stack(rows).unsqueeze(1)
+
+
+def _left_padded_in_place(ids, pad_id):            # right mask, but the caller's ids are overwritten
+    out = _left_padded(ids, pad_id)
+    ids.fill_(pad_id)
+    return out
+
+
+def _sliding_by_comprehension(t, window):
+    j = torch.arange(t)
+    return torch.stack([(j <= i) & (j > i - window) for i in range(t)])
+
+
 L05 = [
     Answer("check_left_padded_mask", _left_padded, wrong=_padding_and_causal, shortcut=_left_padded_with_loops,
-           says="Python loops"),
+           says="Python loops", also=((_left_padded_by_unbind, "Python loops"), (_left_padded_in_place, "in place"))),
     Answer("check_masked_softmax", _masked_softmax, wrong=_nan_rows, shortcut=_minus_1e9, says="float16"),
     Answer("check_sliding_window_mask", _sliding, wrong=_sliding_off_by_one, shortcut=_sliding_from_lists,
-           says="Python loops"),
+           says="Python loops", also=((_sliding_by_comprehension, "Python loops"),)),
 ]
 
 ANSWERS = {"l05_masking": L05}

@@ -43,7 +43,12 @@ def _library_residual(x, sublayer, norm, dropout):
 L06 = [
     Answer("check_layer_norm_2d", _layer_norm_2d, wrong=_per_position,
            shortcut=lambda x, gamma, beta, eps: F.layer_norm(x, x.shape[-2:], gamma, beta, eps),
-           says="calls the library"),
+           says="calls the library",
+           also=((lambda x, gamma, beta, eps: F.instance_norm(x.reshape(x.shape[0], 1, -1), eps=eps)
+                  .reshape(x.shape) * gamma + beta, "instance_norm"),
+                 (lambda x, gamma, beta, eps: F.batch_norm(x.reshape(x.shape[0], -1).T, None, None, training=True,
+                                                           eps=eps).T.reshape(x.shape) * gamma + beta,
+                  "batch_norm"))),
     Answer("check_dropout", _dropout, wrong=_dropout_without_rescaling,
            shortcut=lambda x, p, training: F.dropout(x, p, training), says="calls the library"),
     Answer("check_pre_norm", lambda x, sublayer, norm, dropout: x + dropout(sublayer(norm(x))),

@@ -47,7 +47,8 @@ def _confidence_without_smoothing(eps, n_classes):
 L08 = [
     Answer("check_binary_cross_entropy", _bce, wrong=_bce_through_sigmoid,
            shortcut=lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="none"),
-           says="applies the trick for you"),
+           says="applies the trick for you",
+           also=((lambda z, y: torch.logsumexp(torch.stack([torch.zeros_like(z), z]), 0) - y * z, "logsumexp"),)),
     Answer("check_soft_cross_entropy", _soft_ce, wrong=_soft_ce_through_softmax,
            shortcut=lambda logits, q: F.cross_entropy(logits, q), says="takes a target distribution"),
     Answer("check_smoothed_confidence", _confidence, wrong=_confidence_without_smoothing,

@@ -31,8 +31,9 @@ def _load(lesson: str) -> tuple[dict, dict]:
     return tuple(json.loads(COMMITTED[lang][lesson].read_text(encoding="utf-8")) for lang in LANGUAGES)
 
 
-def _demo() -> dict[str, dict]:
-    return {lang: json.loads(text) for lang, text in bn.build_lesson(DEMO).items()}
+def _demo(edition: str = "instructor") -> dict[str, dict]:
+    """The demo lesson; the instructor edition keeps every cell (the student one drops its speaker note)."""
+    return {lang: json.loads(text) for lang, text in bn.build_lesson(DEMO, edition=edition).items()}
 
 
 def _text(cell: dict) -> str:

@@ -311,3 +311,108 @@ def test_every_check_accepts_the_answer_and_rejects_mistake_and_shortcut(lesson,
     assert check(answer.shortcut, *answer.args) is False
     out = capsys.readouterr().out
     assert "✗" in out and answer.says in out, out
+
+
+ALSO = [pytest.param(lesson, a.check, a.args, wrong, says, id=f"{lesson}.{a.check}.{i}")
+        for lesson, answers in ALL_ANSWERS.items() for a in answers for i, (wrong, says) in enumerate(a.also)]
+
+
+@pytest.mark.parametrize("lesson, check_name, args, wrong, says", ALSO)
+def test_every_check_refuses_the_other_shortcuts_and_wrong_answers(lesson, check_name, args, wrong, says,
+                                                                     monkeypatch, capsys):
+    monkeypatch.setattr(ex, "TIME_LIMIT_S", 3.0)        # a function that never returns: stopped after 3 s
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), check_name)
+    assert check(wrong, *args) is False
+    out = capsys.readouterr().out
+    assert "✗" in out and "✓" not in out and says in out, out
+
+
+# --- the hostile student: a hang, an input changed in place, a string for a number, a loop in disguise ---------
+
+def _spin(*args):
+    while True:
+        pass
+
+
+def test_a_function_that_never_returns_is_stopped(monkeypatch, capsys):
+    monkeypatch.setattr(ex, "TIME_LIMIT_S", 0.5)
+    assert ex.attempt(_spin, 1) == (False, None)
+    assert "ran longer than 0.5 s" in capsys.readouterr().out
+
+    def swallows(*args):
+        try:
+            _spin()
+        except Exception:                                  # the limit is not an Exception: not swallowed
+            return 1
+    assert ex.attempt(swallows) == (False, None)
+    assert ex.attempt(lambda: 2) == (True, 2)              # the timer is off again
+    i18n.set_language("zh")
+    assert ex.run_check(_spin, [((1,), 1)]) is False and "运行超过了 0.5 秒" in capsys.readouterr().out
+
+
+def test_an_input_changed_in_place_is_refused_and_restored(capsys):
+    x = torch.arange(6.0)
+
+    def doubles_in_place(t, *, other=None):
+        return t.mul_(2)
+    assert ex.attempt(doubles_in_place, x) == (False, None)
+    assert "changed its input in place (argument 1)" in capsys.readouterr().out
+    assert torch.equal(x, torch.arange(6.0))              # the caller gets its tensor back
+    assert ex.attempt(lambda ts: ts[1].zero_(), [x, x.clone() + 1])[0] is False   # inside a list too
+    assert ex.attempt(lambda t: t * 2, torch.tensor([float("nan")]))[0] is True  # NaN stays NaN: unchanged
+
+
+def test_a_string_is_not_a_number():
+    assert ex.number_problem("0.5", 0.5) is not None and ex.number_problem(b"1", 1.0) is not None
+    assert ex.tensor_problem("0.5", torch.tensor(0.5), numbers=True) is not None
+    assert ex.grad_problem(torch.ones(2)) is not None and ex.grad_problem("1") is not None
+    assert ex.grad_problem(torch.ones(2, requires_grad=True) * 2) is None
+
+
+def _helper_with_a_loop(rows):
+    return [r * 2 for r in rows]
+
+
+def _calls_the_helper(x):
+    return torch.stack(_helper_with_a_loop(x))
+
+
+def _while(x):
+    i = 0
+    while i < 3:
+        i += 1
+    return x
+
+
+def _vectorised(x):
+    return x * 2
+
+
+@pytest.mark.parametrize("fn, loops", [
+    (_calls_the_helper, True), (_while, True), (_helper_with_a_loop, True), (_vectorised, False),
+    (lambda x: torch.stack(list(map(torch.flip, x))), True), (lambda x: [r for r in x], True),
+    (lambda x: x.flip(-1), False), (lambda x: _vectorised(x), False), (lambda x: _calls_the_helper(x), True),
+])
+def test_one_loop_detector(fn, loops):
+    assert ex.has_python_loop(fn) is loops
+
+
+def test_watching_sees_every_alias_and_every_route_to_a_class():
+    import torch.nn.functional as F
+
+    import course_utils
+    import course_utils.attention
+
+    layer = course_utils.MultiHeadAttention(8, 2)
+    with ex.watching(_vectorised, [(torch, "softmax")]) as calls:
+        torch.softmax(torch.ones(2), -1)
+    assert calls == ["softmax"]
+    with ex.watching(_vectorised, [(F, "layer_norm")]) as calls:
+        torch.nn.functional.layer_norm(torch.ones(2, 4), (4,))
+    assert calls == ["layer_norm"]
+    with ex.watching(_vectorised, [(course_utils.attention, "MultiHeadAttention")]) as calls:
+        type(layer)(8, 2)                                  # built through the instance's class
+        course_utils.EncoderLayer(8, 2, 16)                # built inside another class
+    assert calls == ["MultiHeadAttention"] * 2
+    assert isinstance(layer, course_utils.MultiHeadAttention)    # classes keep working inside the block
+    assert torch.softmax is not None and "spy" not in repr(torch.softmax)

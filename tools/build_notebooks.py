@@ -2,6 +2,12 @@
 
     python tools/build_notebooks.py           # notebooks/source/NN_name.md -> notebooks/{en,zh}/NN_name.ipynb
     python tools/build_notebooks.py --check   # exit 1 and list notebooks that are stale, missing or orphaned
+    python tools/build_notebooks.py --edition instructor --out-dir build/instructor   # `make instructor`
+
+Two editions come from the one source. The *student* edition (``notebooks/{en,zh}``, committed) leaves out the
+instructor-only cells: speaker notes (``%% markdown notes``) and test probes (cells tagged ``probe``, which
+tests/test_widget_probes.py runs instead). The *instructor* edition (``build/instructor/{en,zh}``, not committed)
+keeps every cell; tools/export_slides.py exports the decks from it, so the notes reach the speaker view.
 
 The source format is documented in notebooks/source/README.md. The output is deterministic (fixed cell ids,
 no outputs, sorted JSON keys) so that rebuilding an unchanged source gives byte-identical files and
@@ -35,6 +41,8 @@ SOURCE_DIR = ROOT / "notebooks" / "source"
 OUT_DIR = ROOT / "notebooks"
 
 LANGUAGES = ("en", "zh")
+EDITIONS = ("student", "instructor")
+PROBE_TAG = "probe"  # a code cell that drives a widget the way the tests do: instructor edition only
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 LESSON_NAME = re.compile(r"^\d{2}_[a-z0-9]+(_[a-z0-9]+)*$")
 
@@ -234,12 +242,25 @@ def cell_id(lesson: str, index: int) -> str:
     return hashlib.sha256(f"{lesson}/{index}".encode()).hexdigest()[:16]
 
 
-def build_notebook(cells: list[Cell], lesson: str, language: str) -> dict:
-    """The notebook of ``lesson`` in ``language`` as a validated nbformat 4.5 dict."""
+def instructor_only(cell: Cell) -> bool:
+    """Speaker notes and test probes: kept out of the student edition (they give answers away or get in the way)."""
+    return cell.slide_type == "notes" or PROBE_TAG in cell.tags
+
+
+def build_notebook(cells: list[Cell], lesson: str, language: str, edition: str = "student") -> dict:
+    """The notebook of ``lesson`` in ``language`` as a validated nbformat 4.5 dict.
+
+    ``edition="student"`` leaves out the :func:`instructor_only` cells; the other cells keep the ids they have in
+    the instructor edition (ids come from the cell's place in the source).
+    """
     if language not in LANGUAGES:
         raise ValueError(f"language={language!r} is not supported: use one of {LANGUAGES}")
+    if edition not in EDITIONS:
+        raise ValueError(f"edition={edition!r} is not supported: use one of {EDITIONS}")
     nb_cells = []
     for index, cell in enumerate(cells):
+        if edition == "student" and instructor_only(cell):
+            continue
         # "-" (continue the slide) is written as no slideshow metadata, nbformat's default: RISE and nbconvert read
         # both alike, but jupyterlab-slideshow (the live deck mode, docs/presenting.md) hides a cell marked "-".
         metadata: dict = {} if cell.slide_type == "-" else {"slideshow": {"slide_type": cell.slide_type}}
@@ -284,7 +305,7 @@ def lesson_sources(source_dir: Path) -> list[Path]:
     return sources
 
 
-def build_lesson(source: Path, notes: list[str] | None = None) -> dict[str, str]:
+def build_lesson(source: Path, notes: list[str] | None = None, edition: str = "student") -> dict[str, str]:
     """Rendered notebooks of one source, ``{"en": text, "zh": text}``; raises when the pair fails a check.
 
     Notes that are not errors (a ``pick(...)`` left to run time) are appended to ``notes`` when given.
@@ -296,14 +317,15 @@ def build_lesson(source: Path, notes: list[str] | None = None) -> dict[str, str]
         raise SourceFormatError("\n".join(errors))
     if notes is not None:
         notes += lesson_notes
-    notebooks = {language: build_notebook(cells, lesson, language) for language in LANGUAGES}
+    notebooks = {language: build_notebook(cells, lesson, language, edition) for language in LANGUAGES}
     problems = check_pair(notebooks["en"], notebooks["zh"])
     if problems:
         raise SourceFormatError(f"{source.name}: " + "; ".join(problems))
     return {language: render(nb) for language, nb in notebooks.items()}
 
 
-def build_all(source_dir: Path = SOURCE_DIR, notes: list[str] | None = None) -> dict[Path, str]:
+def build_all(source_dir: Path = SOURCE_DIR, notes: list[str] | None = None,
+              edition: str = "student") -> dict[Path, str]:
     """Every notebook to write, as ``{Path("en/NN_name.ipynb"): text, ...}`` relative to the output folder.
 
     All sources are built before an error is raised, so that one run lists the problems of every lesson.
@@ -311,7 +333,7 @@ def build_all(source_dir: Path = SOURCE_DIR, notes: list[str] | None = None) -> 
     built, errors = {}, []
     for source in lesson_sources(source_dir):
         try:
-            for language, text in build_lesson(source, notes).items():
+            for language, text in build_lesson(source, notes, edition).items():
                 built[Path(language) / f"{source.stem}.ipynb"] = text
         except SourceFormatError as error:
             errors.append(str(error))
@@ -354,11 +376,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if any notebook is stale")
     parser.add_argument("--source-dir", type=Path, default=SOURCE_DIR, help="folder of NN_name.md sources")
-    parser.add_argument("--out-dir", type=Path, default=OUT_DIR, help="folder that receives en/ and zh/")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="folder that receives en/ and zh/ (default: notebooks/ for the student edition; "
+                             "the instructor edition needs one, e.g. build/instructor)")
+    parser.add_argument("--edition", choices=EDITIONS, default="student",
+                        help="student: no speaker notes, no test probes (default); instructor: every cell")
     args = parser.parse_args(argv)
+    if args.out_dir is None:
+        if args.edition == "instructor":  # never overwrite the committed student notebooks with the notes
+            parser.error("--edition instructor needs --out-dir, e.g. --out-dir build/instructor")
+        args.out_dir = OUT_DIR
     notes: list[str] = []
     try:
-        built = build_all(args.source_dir, notes)
+        built = build_all(args.source_dir, notes, args.edition)
     except SourceFormatError as error:
         for line in str(error).splitlines():
             print(f"error: {line}", file=sys.stderr)

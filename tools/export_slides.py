@@ -4,7 +4,10 @@
     python tools/export_slides.py --no-execute         # structure, text and maths only: fast
     python tools/export_slides.py --lessons 02 06 --langs zh
 
-Each notebook ``notebooks/{en,zh}/NN_name.ipynb`` becomes ``build/slides/{en,zh}/NN_name.html``. Everything a
+The decks come from the *instructor* edition of the notebooks, which keeps the speaker notes (the student notebooks
+in ``notebooks/`` do not): it is built first, from ``notebooks/source``, into ``build/instructor/{en,zh}``
+(what ``make instructor`` does). Each ``build/instructor/{en,zh}/NN_name.ipynb`` becomes
+``build/slides/{en,zh}/NN_name.html``. Everything a
 deck loads (reveal.js, require.js, jQuery, MathJax 2, the ipywidgets HTML manager) is copied from the npm
 packages in ``slides/node_modules`` (``npm ci --prefix slides``) into ``build/slides/{en,zh}/assets/`` and
 referenced by *relative* URLs: zip ``build/slides`` (or one language folder), unzip it anywhere and open a deck
@@ -43,7 +46,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = REPO / "notebooks"
+NOTEBOOKS = REPO / "build" / "instructor"  # the instructor edition: the notes go to the speaker view
 NODE_MODULES = REPO / "slides" / "node_modules"
 DEFAULT_OUT = REPO / "build" / "slides"
 LANGS = ("en", "zh")
@@ -454,6 +457,15 @@ STATIC_HINT = {"en": "move the controls live in JupyterLab", "zh": "在 JupyterL
 COURSE_NAME = {"en": "Transformers from scratch", "zh": "从零实现 Transformer"}
 
 
+def build_instructor_edition() -> None:
+    """Write the instructor edition (every cell, speaker notes included) into :data:`NOTEBOOKS`, from the sources."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import build_notebooks
+
+    if build_notebooks.main(["--edition", "instructor", "--out-dir", str(NOTEBOOKS)]) != 0:
+        raise SystemExit("export_slides: the instructor edition does not build (see the errors above)")
+
+
 def lessons(lang: str, wanted: list[str] | None = None) -> list[Path]:
     """The lesson notebooks of one language, sorted; ``wanted`` filters by number ("02") or name."""
     found = sorted(p for p in (NOTEBOOKS / lang).glob("*.ipynb") if LESSON_RE.match(p.name))
@@ -465,7 +477,7 @@ def lessons(lang: str, wanted: list[str] | None = None) -> list[Path]:
 
     unknown = [w for w in wanted if not any(matches(p, w) for p in found)]
     if unknown:
-        raise SystemExit(f"export_slides: no lesson {', '.join(unknown)} in notebooks/{lang} "
+        raise SystemExit(f"export_slides: no lesson {', '.join(unknown)} in {NOTEBOOKS / lang} "
                          f"(there are: {', '.join(p.stem[:2] for p in found)})")
     return [p for p in found if any(matches(p, w) for w in wanted)]
 
@@ -1005,9 +1017,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     out = args.out.resolve()
+    build_instructor_edition()
     todo = [(p, lang) for lang in args.langs for p in lessons(lang, args.lessons)]
     if not todo:
-        raise SystemExit("export_slides: no lesson notebooks found under notebooks/")
+        raise SystemExit(f"export_slides: no lesson notebooks found under {NOTEBOOKS}")
     start = time.perf_counter()
     for lang in sorted({lang for _, lang in todo}):
         size = copy_assets(out / lang / "assets")

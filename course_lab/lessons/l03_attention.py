@@ -19,7 +19,18 @@ import course_utils.attention
 from course_utils.attention import attention_with_weights
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, number_problem, passed, report, say, tensor_close, watching
+from ..exercises import (
+    attempt,
+    fail,
+    has_python_loop,
+    never_raises,
+    number_problem,
+    passed,
+    report,
+    say,
+    tensor_close,
+    watching,
+)
 
 # ----------------------------------------------------------------------------------------------------
 # A tiny sentence: the words, their types and a small word-specific part (the notebook writes W^Q, W^K)
@@ -237,6 +248,11 @@ def check_softmax_jacobian(fn) -> bool:
                         "check it against).",
                         "你让 autograd 算出了雅可比矩阵：本题要求你亲手写出 a_i(δ_ij − a_j)，用一个张量表达式一次算出"
                         "所有行（autograd 是我们用来核对的）。")
+        if has_python_loop(fn):
+            return fail("Your function loops over the rows in Python: write a_i(δ_ij − a_j) as one tensor "
+                        "expression (torch.diag_embed and an outer product by broadcasting) for every row at once.",
+                        "你的函数用 Python 循环逐行计算：请把 a_i(δ_ij − a_j) 写成一个张量表达式（torch.diag_embed "
+                        "加上用广播算出的外积），一次算出所有行。")
         want = _reference_jacobian(a)
         if not tensor_close(got, want, f"Jacobian of a row batch {tuple(a.shape)}",
                             f"形状为 {tuple(a.shape)} 的一批行的雅可比矩阵"):

@@ -163,8 +163,8 @@ def _reference_forward(x, mha, scale=None):
 
 def _module_calls():
     """What the exercises forbid: letting a multi-head attention module do the work."""
-    return [(MultiHeadAttention, "forward"), (MultiHeadAttention, "split_heads"), (nn.MultiheadAttention, "forward"),
-            (F, "multi_head_attention_forward")]
+    return [(MultiHeadAttention, "forward"), (MultiHeadAttention, "split_heads"), (MultiHeadAttention, "merge_heads"),
+            (nn.MultiheadAttention, "forward"), (F, "multi_head_attention_forward")]
 
 
 def _called_the_module(calls) -> bool:

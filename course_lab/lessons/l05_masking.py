@@ -18,7 +18,7 @@ from course_utils import masks
 from course_utils.attention import attention_with_weights
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_mask, is_tensor, never_raises, passed, watching
+from ..exercises import attempt, fail, has_python_loop, is_mask, is_tensor, never_raises, passed, watching
 from ..widgets import LessonWidget, dropdown
 
 PRESETS = ("none", "causal", "padding", "causal_padding", "custom")
@@ -187,12 +187,14 @@ _PYTHON_LEVEL = [(torch.Tensor, "__getitem__"), (torch.Tensor, "__setitem__"), (
 def _python_loops(fn, *args, budget: int):
     """Call ``fn(*args)`` and count its Python-level tensor accesses: ``(ok, result, loops)``.
 
-    A broadcast solution indexes a handful of times (``ids[:, None, None, :]``); a loop over the batch or the
-    positions indexes at least once per row or cell, so more than ``budget`` accesses means loops.
+    A loop in the code (:func:`has_python_loop`: ``for``, ``while``, comprehensions, ``map``, helpers) is one;
+    a broadcast solution indexes a handful of times (``ids[:, None, None, :]``), cell-by-cell code at least once
+    per row or cell, so more than ``budget`` accesses is one too.
     """
     with watching(fn, _PYTHON_LEVEL) as calls:
         ok, got = attempt(fn, *args)
-    loops = len(calls) > budget or bool({"__iter__", "tolist", "tensor"} & set(calls))
+    loops = (has_python_loop(fn) or len(calls) > budget
+             or bool({"__iter__", "tolist", "tensor"} & set(calls)))
     return ok, got, loops
 
 
@@ -214,7 +216,7 @@ def _left_padded_ids() -> torch.Tensor:
     return ids
 
 
-def reference_left_padded_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+def _reference_left_padded_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """``(B, 1, T, T)``: real query i sees the real keys j <= i; a pad query sees only itself (no empty row)."""
     t = ids.shape[1]
     visible = (ids != pad_id)[:, None, None, :] & torch.tril(torch.ones(t, t, dtype=torch.bool))
@@ -226,10 +228,10 @@ def check_left_padded_mask(fn) -> bool:
     """Exercise 1: ``fn(ids, pad_id)`` -> ``(B, 1, T, T)`` bool for a LEFT-padded batch, without empty rows."""
     ids = _left_padded_ids()
     b, t = ids.shape
+    want = _reference_left_padded_mask(ids, 0)     # first: the student's call may not change what it is made of
     ok, got, loops = _python_loops(fn, ids, 0, budget=b)
     if not ok or not is_mask(got):
         return False
-    want = reference_left_padded_mask(ids, 0)
     if tuple(got.shape) != (b, 1, t, t):
         return fail(f"Expected shape (B, 1, T, T) = {(b, 1, t, t)}, got {tuple(got.shape)}: keep a size-1 head "
                     "dimension so that it broadcasts over the heads.",
@@ -266,7 +268,7 @@ def check_left_padded_mask(fn) -> bool:
                   "正确：真实词元只看到自己及之前的真实词元，而且没有一行是空的。")
 
 
-def reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+def _reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension restricted to ``keep``; rows with no kept key are all zeros."""
     has_key = keep.any(dim=-1, keepdim=True)
     weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
@@ -296,7 +298,7 @@ def check_masked_softmax(fn) -> bool:
                     "Give such rows zero weights.",
                     "出现了 NaN：所有键都被遮住的行相当于只对 −inf 做 softmax，即 0/0。"
                     "请让这样的行权重全为 0。")
-    want = reference_masked_softmax(scores.detach(), keep)
+    want = _reference_masked_softmax(scores.detach(), keep)
     if not torch.allclose(got.detach().float(), want, atol=1e-6):
         if got.detach()[~keep].abs().max() > 1e-6:
             return fail("Masked keys still get some weight: fill them with −inf before the softmax.",
@@ -315,7 +317,7 @@ def check_masked_softmax(fn) -> bool:
         bad = not isinstance(got16, torch.Tensor) or not torch.isfinite(got16).all()
     except RuntimeError:
         bad = True
-    if bad or not torch.allclose(got16.detach().float(), reference_masked_softmax(half.detach().float(), keep),
+    if bad or not torch.allclose(got16.detach().float(), _reference_masked_softmax(half.detach().float(), keep),
                                  atol=2e-3):
         return fail("Right in float32, wrong in float16: a fill such as −1e9 does not exist in float16 (its "
                     "largest magnitude is 65504, section 6), so masked_fill raises or the value becomes −inf. "
@@ -326,7 +328,7 @@ def check_masked_softmax(fn) -> bool:
                   "正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN（float32 和 float16 都对）。")
 
 
-def reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
+def _reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
     """``(T, T)``: query i sees keys j with ``i - window < j <= i`` (itself and the ``window - 1`` before)."""
     i = torch.arange(t)[:, None]
     j = torch.arange(t)[None, :]
@@ -341,7 +343,7 @@ def check_sliding_window_mask(fn) -> bool:
         ok, got, loops = _python_loops(fn, t, window, budget=3)
         if not ok or not is_mask(got, (t, t)):
             return False
-        want = reference_sliding_window_mask(t, window)
+        want = _reference_sliding_window_mask(t, window)
         if not torch.equal(got, want):
             counts = got.sum(-1).tolist()
             return fail(f"T={t}, window={window}: each query should see min(i + 1, window) keys "
@@ -355,5 +357,4 @@ def check_sliding_window_mask(fn) -> bool:
 
 
 __all__ = ["PRESETS", "preset_mask", "demo_qkv", "masked_weights", "MaskGridWidget", "build_mask_widget",
-           "reference_left_padded_mask", "check_left_padded_mask", "reference_masked_softmax",
-           "check_masked_softmax", "reference_sliding_window_mask", "check_sliding_window_mask"]
+           "check_left_padded_mask", "check_masked_softmax", "check_sliding_window_mask"]

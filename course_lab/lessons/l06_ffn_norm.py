@@ -97,8 +97,11 @@ def build_layernorm_widget(d: int = 512, seed: int = 0) -> LessonWidget:
 # ------------------------------------------------------------------------------------------------ exercises
 
 # The library normalisations Exercise 1 asks the student to write without (nn.LayerNorm calls F.layer_norm).
+# Every public normalisation that computes the answer after a reshape (instance norm over (B, 1, T·d), batch norm
+# over the transposed (T·d, B)), watched wherever it is bound (exercises.watching).
 _LIBRARY_NORMS = [(F, "layer_norm"), (torch, "layer_norm"), (torch, "native_layer_norm"), (F, "group_norm"),
-                  (torch, "group_norm")]
+                  (torch, "group_norm"), (F, "instance_norm"), (torch, "instance_norm"), (F, "batch_norm"),
+                  (torch, "batch_norm")]
 
 
 def _two_axes_inputs() -> list[tuple[str, str, torch.Tensor]]:

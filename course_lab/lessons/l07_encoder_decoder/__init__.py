@@ -357,10 +357,10 @@ def build_size_widget(n_layers: int = 6, n_heads: int = 8, d_model: int = 512, s
 # The exercise checks live in checks.py (they use the helpers above, hence the import at the end).
 from .checks import (  # noqa: E402, F401
     _decoder_case,
+    _lean_decoder_layer_params,
+    _pre_norm_decoder_layer,
+    _reverse_tokens_reference,
     check_decoder_layer,
     check_lean_decoder_layer_params,
     check_reverse_tokens,
-    lean_decoder_layer_params,
-    pre_norm_decoder_layer,
-    reverse_tokens_reference,
 )

@@ -33,7 +33,7 @@ def _decoder_case(seed: int = 7, norm_first: bool = True):
     return layer, y, memory, padding_mask(src, 0)
 
 
-def pre_norm_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
+def _pre_norm_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
                            memory_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Reference of exercise 1: the pre-norm decoder layer, ``x + Sublayer(LayerNorm(x))`` three times."""
     y = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
@@ -48,7 +48,7 @@ def _pre_norm_variants(layer, y, memory, mask) -> dict[str, torch.Tensor]:
     post = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
     post = layer.res2.norm(post + layer.cross_attn(post, memory, mask=mask))
     return {"stale": b_stale + layer.ffn(layer.res3.norm(b_stale)),
-            "unmasked": pre_norm_decoder_layer(layer, y, memory, None),
+            "unmasked": _pre_norm_decoder_layer(layer, y, memory, None),
             "post_norm": layer.res3.norm(post + layer.ffn(post))}
 
 
@@ -95,7 +95,7 @@ def check_decoder_layer(fn) -> bool:
                 "以及 x + Sublayer(LayerNorm(x)) 的写法。")
 
 
-def lean_decoder_layer_params(d_model: int, d_ff: int) -> int:
+def _lean_decoder_layer_params(d_model: int, d_ff: int) -> int:
     """Exercise 2's count: two attentions and an FFN without biases, three RMSNorms (a gain γ each, no β)."""
     return 2 * 4 * d_model * d_model + 2 * d_model * d_ff + 3 * d_model
 
@@ -135,11 +135,14 @@ def check_lean_decoder_layer_params(fn) -> bool:
                 hint_zh = "RMSNorm 只有增益 γ，没有 β。"
             return fail(f"For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
                         f"d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
-    return passed("Correct: 8·d² + 2·d·d_ff + 3·d. Biases and β are a small share: about 0.1% at d = 512.",
-                  "正确：8·d² + 2·d·d_ff + 3·d。偏置和 β 只占很小一部分：d = 512 时约 0.1%。")
+    share = {d: 1 - _lean_decoder_layer_params(d, f) / decoder_layer_params(d, f) for d, f in ((32, 64), (512, 2048))}
+    return passed(f"Correct: 8·d² + 2·d·d_ff + 3·d. The biases and β (12·d + d_ff) are {share[32]:.1%} of the "
+                  f"lesson's layer (d = 32, d_ff = 64) and {share[512]:.2%} at d = 512, d_ff = 2048.",
+                  f"正确：8·d² + 2·d·d_ff + 3·d。偏置和 β（12·d + d_ff 个）在正文的层（d = 32、d_ff = 64）里占 "
+                  f"{share[32]:.1%}，在 d = 512、d_ff = 2048 时占 {share[512]:.2%}。")
 
 
-def reverse_tokens_reference(src: torch.Tensor, pad_id: int) -> torch.Tensor:
+def _reverse_tokens_reference(src: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Every row's real tokens in reverse order, the padding still on the right (the check's truth)."""
     lengths = (src != pad_id).sum(-1, keepdim=True)                        # (B, 1)
     positions = torch.arange(src.shape[1], device=src.device)             # (S,)
@@ -162,7 +165,7 @@ def check_reverse_tokens(fn) -> bool:
                     "position) and use torch.gather, so that a batch of 10 000 sequences costs one call.",
                     "你的函数用 Python 循环逐个处理：请改为构造一个索引张量（长度 − 1 − 位置）并用 torch.gather，"
                     "这样一万个序列也只需要一次调用。")
-    want = reverse_tokens_reference(src, 0)
+    want = _reverse_tokens_reference(src, 0)
     if torch.equal(got, src.flip(1)):
         return fail("flip reverses the padding too: the <pad> tokens end up in front of the real ones.",
                     "flip 把填充也一起倒过来了：<pad> 跑到了真实词元的前面。")
