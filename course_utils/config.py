@@ -8,7 +8,7 @@ import dataclasses
 
 from .validation import check_bool, check_int, check_positive, check_probability
 
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 NORMS = ("layer", "rms")
 
 
@@ -34,9 +34,9 @@ def check_pad_id(pad_id, vocab_size: int) -> int:
 @dataclasses.dataclass(frozen=True)
 class LayerConfig:
     """``dropout``: residual (and embedding) dropout; ``attn_dropout`` (attention weights) and ``ffn_dropout``
-    (between the FFN's linear maps) default to it. ``activation``: ``"relu"`` (the paper) or ``"gelu"`` (GPT, BERT);
-    ``norm_first``: pre-norm x + F(LN(x)) (GPT-2) instead of post-norm LN(x + F(x)); ``eps``: ε of every norm;
-    ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β. The only defaults."""
+    (between the FFN's linear maps) default to it. ``activation``: ``"relu"`` (the paper), ``"gelu"`` (BERT) or
+    ``"gelu_tanh"`` (GPT-2); ``norm_first``: pre-norm x + F(LN(x)) (GPT-2) instead of post-norm LN(x + F(x));
+    ``eps``: ε of every norm; ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β. The only defaults."""
 
     dropout: float = 0.1
     attn_dropout: float | None = None

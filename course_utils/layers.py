@@ -19,7 +19,7 @@ from .multihead import MultiHeadAttention
 from .norm import make_norm
 from .validation import check_bool, check_float, check_int, check_last_dim, check_probability, check_rank
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}  # tanh: GPT-2
 
 
 class PositionwiseFeedForward(nn.Module):

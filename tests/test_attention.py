@@ -312,3 +312,37 @@ def test_long_sequence_memory_stays_small():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert int(run.stdout.split()[-1]) < 120, f"peak grew by {run.stdout.split()[-1]} MB"
+
+
+def _cached_chunk_logits(model, ids, n_prompt):
+    """Logits of ids[:, n_prompt:] fed in one call after the prompt was cached: T_q < T_k."""
+    from course_utils import KVCache
+
+    cache = KVCache()
+    model(ids[:, :n_prompt], cache=cache)
+    return model(ids[:, n_prompt:], cache=cache)
+
+
+@pytest.mark.parametrize("n_new", [1, 4])
+def test_cached_chunk_needs_the_bottom_right_causal_mask(monkeypatch, n_new):
+    """The course's causal mask (bottom-right when T_q < T_k) reproduces the uncached logits; the classic bug,
+    F.scaled_dot_product_attention(is_causal=True) on the cached keys (top-left), changes them."""
+    import course_utils.attention as attention
+    from course_utils import GPT
+
+    torch.manual_seed(0)
+    model = GPT(50, max_len=32, n_layers=2, n_heads=2, d_model=32, dropout=0.0).eval()
+    ids = torch.randint(0, 50, (2, 12))
+    with torch.no_grad():
+        whole = model(ids)[:, 12 - n_new:]  # (B, n_new, V)
+        torch.testing.assert_close(_cached_chunk_logits(model, ids, 12 - n_new), whole)
+        assert torch.equal(causal_mask(n_new, 12), torch.ones(n_new, 12, dtype=torch.bool).tril(12 - n_new))
+
+        def top_left(q, k, v, mask, is_causal, dropout_p, scale):  # the bug: triangle from the top-left corner
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                                  is_causal=is_causal and mask is None, scale=scale)
+
+        monkeypatch.setattr(attention, "_fast", top_left)
+        wrong = _cached_chunk_logits(model, ids, 12 - n_new)
+        torch.testing.assert_close(model(ids)[:, 12 - n_new:], whole)  # T_q = T_k: the corners agree, the bug hides
+    assert (wrong - whole).abs().max() > 1e-2

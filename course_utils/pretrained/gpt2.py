@@ -1,0 +1,86 @@
+"""GPT-2's weights in the course's own ``GPT`` (lessons 11, 13). GPT-2 is the course's GPT block (pre-norm, learned
+positions, tied output layer) with the tanh GELU; its ``Conv1D`` layers store ``W`` as ``(in, out)``, so the three
+attention/MLP matrices are transposed into ``nn.Linear``'s ``(out, in)``. Names of a Hugging Face checkpoint, with or
+without the ``transformer.`` prefix of ``GPT2LMHeadModel``; ``lm_head.weight`` is the tied ``wte`` (not copied)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from ..models import GPT
+from ..tokenizers import read_json_file
+from .loading import PretrainedNotFoundError
+
+_CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # (in, out) storage: transpose
+_BLOCK = (("ln_1", "res1.norm"), ("attn.c_attn", "self_attn.qkv_proj"), ("attn.c_proj", "self_attn.out_proj"),
+          ("ln_2", "res2.norm"), ("mlp.c_fc", "ffn.linear1"), ("mlp.c_proj", "ffn.linear2"))
+GET_GPT2 = ("pip install huggingface_hub, then: huggingface-cli download gpt2 config.json model.safetensors "
+            "vocab.json merges.txt tokenizer.json --local-dir gpt2 (about 550 MB), and pass that folder")
+
+
+def gpt2_key_mapping(n_layers: int) -> list[tuple[str, str, bool]]:
+    """``[(GPT-2 name, our parameter name, transpose?), …]``: [W_Q | W_K | W_V] of ``c_attn`` is our ``qkv_proj``."""
+    rows = [("wte.weight", "embed.embedding.weight", False), ("wpe.weight", "pos.embedding.weight", False),
+            ("ln_f.weight", "blocks.norm.weight", False), ("ln_f.bias", "blocks.norm.bias", False)]
+    for i in range(n_layers):
+        rows += [(f"h.{i}.{theirs}.{kind}", f"blocks.layers.{i}.{ours}.{kind}", theirs in _CONV1D and kind == "weight")
+                 for theirs, ours in _BLOCK for kind in ("weight", "bias")]
+    return rows
+
+
+def gpt2_from_config(config: dict) -> GPT:
+    """An untrained ``GPT`` shaped as a GPT-2 ``config.json`` (n_embd, n_head, n_layer, n_positions, vocab_size)."""
+    if config.get("activation_function", "gelu_new") not in ("gelu_new", "gelu_pytorch_tanh"):
+        raise ValueError(f"activation_function={config['activation_function']!r}: GPT-2 uses the tanh GELU "
+                         "('gelu_new'); this loader builds only that")
+    return GPT(config["vocab_size"], max_len=config["n_positions"], n_layers=config["n_layer"],
+               n_heads=config["n_head"], d_model=config["n_embd"], d_ff=config.get("n_inner"),
+               activation="gelu_tanh", eps=config.get("layer_norm_epsilon", 1e-5), dropout=0.0)
+
+
+@torch.no_grad()
+def load_gpt2_weights(model: GPT, tensors: dict[str, torch.Tensor]) -> list[dict]:
+    """Copy a GPT-2 checkpoint ``{name: tensor}`` into ``model`` strictly; one report row per parameter."""
+    tensors = {k.removeprefix("transformer."): v for k, v in tensors.items()
+               if not k.endswith((".attn.bias", ".attn.masked_bias")) and k != "lm_head.weight"}  # buffers, tied
+    mapping, params = gpt2_key_mapping(len(model.blocks.layers)), dict(model.named_parameters())
+    unused = sorted(set(tensors) - {theirs for theirs, _, _ in mapping})
+    missing = sorted({theirs for theirs, _, _ in mapping} - set(tensors))
+    if unused or missing or set(params) != {ours for _, ours, _ in mapping}:
+        raise ValueError(f"not a GPT-2 checkpoint for this model: unused {unused[:3]}, missing {missing[:3]}: build "
+                         "the model with gpt2_from_config(config.json)")
+    report = []
+    for theirs, ours, transpose in mapping:
+        value = tensors[theirs].t() if transpose else tensors[theirs]  # Conv1D (in, out) -> Linear (out, in)
+        if value.shape != params[ours].shape:
+            raise ValueError(f"{theirs} {tuple(value.shape)} cannot fill {ours} {tuple(params[ours].shape)}: build "
+                             "the model with gpt2_from_config(config.json)")
+        params[ours].copy_(value)
+        report.append({"checkpoint": theirs, "ours": ours, "transposed": transpose})
+    return report
+
+
+def find_gpt2_dir(path: str | os.PathLike | None = None) -> Path:
+    """``path``, else the Hugging Face cache's newest ``gpt2`` snapshot: a folder with config.json and
+    model.safetensors. PretrainedNotFoundError says how to get them."""
+    if path is not None:
+        candidates = [Path(path)]
+    else:
+        hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", "~/.cache/huggingface")) / "hub")
+        candidates = sorted((hub.expanduser() / "models--gpt2" / "snapshots").glob("*"), key=os.path.getmtime)[::-1]
+    for folder in candidates:
+        if all((folder / n).is_file() for n in ("config.json", "model.safetensors")):
+            return folder
+    raise PretrainedNotFoundError(f"no GPT-2 weights in {path or 'the Hugging Face cache'}: {GET_GPT2}")
+
+
+def load_gpt2(path: str | os.PathLike | None = None) -> GPT:
+    """GPT-2 (124M for ``gpt2``) in the course's ``GPT``, in eval mode on the CPU; see ``find_gpt2_dir``."""
+    folder = find_gpt2_dir(path)
+    model = gpt2_from_config(read_json_file(folder / "config.json", "GPT-2 configuration"))
+    load_gpt2_weights(model, load_file(str(folder / "model.safetensors"), device="cpu"))
+    return model.eval()
