@@ -61,13 +61,20 @@ def load_benchmark_results(directory: Path | None = None, key: str = "mha") -> l
     return [table for table in tables if isinstance(table, dict) and key in table]
 
 
-def format_results(result: dict) -> str:
-    """One measured table as text: ratio = ours / nn.MultiheadAttention, speed-up = written-out / ours."""
+def format_results(result: dict, lang: str | None = None) -> str:
+    """One measured table as text: ratio = ours / nn.MultiheadAttention, speed-up = written-out / ours.
+
+    The header is in the notebook's language and padded by display width (:func:`i18n.ljust`), so that the
+    Chinese labels, two columns wide per character, stay above their numbers.
+    """
+    head = i18n.pick({"en": ("nn.MHA ms", "ours ms", "written", "ratio", "speed-up"),
+                      "zh": ("nn.MHA 毫秒", "我们的毫秒", "写出权重", "比值", "写出/我们")}, lang)
+    times = " ".join(i18n.rjust(h, w) for h, w in zip(head[:3], (11, 10, 9)))
     lines = [f"{result['device']} · {result['dtype']} · d_model={result['d_model']}, h={result['heads']}",
-             f"{'B':>4} {'T':>5} | {'nn.MHA ms':>9} {'ours ms':>8} {'written':>8} | {'ratio':>5} {'speed-up':>8}"]
+             f"{'B':>4} {'T':>5} | {times} | {i18n.rjust(head[3], 5)} {i18n.rjust(head[4], 9)}"]
     for r in result["mha"]:
-        lines.append(f"{r['B']:>4} {r['T']:>5} | {r['torch_ms']:9.2f} {r['ours_ms']:8.2f} {r['written_ms']:8.2f} | "
-                     f"{r['ours_ms'] / r['torch_ms']:5.2f} {r['written_ms'] / r['ours_ms']:7.2f}x")
+        lines.append(f"{r['B']:>4} {r['T']:>5} | {r['torch_ms']:11.2f} {r['ours_ms']:10.2f} {r['written_ms']:9.2f} | "
+                     f"{r['ours_ms'] / r['torch_ms']:5.2f} {r['written_ms'] / r['ours_ms']:8.2f}x")
     return "\n".join(lines)
 
 
