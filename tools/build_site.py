@@ -361,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         result = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-d",
                                  str(REPO / "build" / "site-doctrees" / lang), str(src), str(out_lang)],
                                 cwd=REPO)
+        # MyST-NB writes the output images next to the output folder too (<out>/jupyter_execute): not part of it.
+        shutil.rmtree(out / "jupyter_execute", ignore_errors=True)
         if result.returncode != 0:
             print(f"build_site: sphinx-build failed for {lang}", file=sys.stderr)
             return result.returncode
