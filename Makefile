@@ -16,7 +16,7 @@ SETUP_STAMP := .make/setup-$(ENV_ID).stamp
 NOTEBOOK_DIRS := $(wildcard notebooks/en notebooks/zh)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test notebooks instructor check-notebooks lint clean slides
+.PHONY: help setup lab test notebooks instructor check-notebooks lint clean slides site site-env
 
 help:
 	@echo "make lab              set everything up, then open the notebooks in JupyterLab"
@@ -26,6 +26,7 @@ help:
 	@echo "make check-notebooks  list notebooks that are out of date with their source"
 	@echo "make lint             ruff check"
 	@echo "make slides           export every lesson (EN and ZH, executed) to offline reveal.js decks in build/slides"
+	@echo "make site             build the course website (every lesson EN and ZH, executed) in build/site"
 	@echo "make setup            (re)install the course package and its dependencies"
 
 # No PyTorch yet and no NVIDIA GPU: take the CPU build (~200 MB) instead of the default multi-GB CUDA one.
@@ -90,6 +91,28 @@ slides/node_modules/.package-lock.json: slides/package.json slides/package-lock.
 	@command -v npm >/dev/null 2>&1 || { echo "make slides needs Node.js and npm once, to fetch the decks' \
 		JavaScript (https://nodejs.org, or: sudo apt-get install npm)"; exit 1; }
 	cd slides && npm ci --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+# --- The course website (README: "The course as a website") -----------------------------------------------------
+# build/site/{en,zh}/: every lesson with its outputs, course map, glossary, search, decks, notebooks; offline.
+# The notebooks `make test` ran are reused (build/executed); only the others are executed. Sphinx, MyST-NB, the book
+# theme and jieba (pyproject.toml's `site` extra) go into a virtual environment of their own, build/site-env, which
+# sees the course's packages but keeps its newer docutils & co. away from the Python that `make setup` installed
+# into. MathJax and the decks' JavaScript come from slides/node_modules (npm, once). SITE_ARGS: e.g.
+# make site SITE_ARGS="--lessons 00 02".
+SITE_ARGS ?=
+SITE_ENV := build/site-env
+SITE_STAMP := $(SITE_ENV)/.installed-$(ENV_ID)
+
+site: $(SETUP_STAMP) $(SITE_STAMP) slides/node_modules/.package-lock.json
+	$(SITE_ENV)/bin/python tools/build_site.py $(SITE_ARGS)
+	@echo "open build/site/index.html, or serve it: python -m http.server -d build/site 8000"
+
+site-env: $(SITE_STAMP)
+
+$(SITE_STAMP): pyproject.toml
+	$(PYTHON) -m venv --system-site-packages $(SITE_ENV)
+	$(SITE_ENV)/bin/python -m pip install $$($(PYTHON) tools/build_site.py --requirements)
 	@touch $@
 
 clean:
