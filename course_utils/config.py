@@ -36,7 +36,8 @@ class LayerConfig:
     """``dropout``: residual (and embedding) dropout; ``attn_dropout`` (attention weights) and ``ffn_dropout``
     (between the FFN's linear maps) default to it. ``activation``: ``"relu"`` (the paper), ``"gelu"`` (BERT) or
     ``"gelu_tanh"`` (GPT-2); ``norm_first``: pre-norm x + F(LN(x)) (GPT-2) instead of post-norm LN(x + F(x));
-    ``eps``: ε of every norm; ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β. The only defaults."""
+    ``eps``: ε of every norm; ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β.
+    The only defaults."""
 
     dropout: float = 0.1
     attn_dropout: float | None = None
