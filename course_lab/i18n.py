@@ -188,11 +188,11 @@ def ratio(value: float, reference: float, *, than: str | dict, what: str | dict 
           lang: str | None = None) -> str:
     """Say "``value`` is r times ``reference``" so that each language reads it as meant.
 
-    Chinese readers take "快了 2 倍" or "慢 1.2 倍" as 3× or 2.2×, and a decrease is not written "小了 100 倍", so
-    the Chinese is 是…的 r 倍 from r = 0.5 up, and 只有…的一半 / 只有…的 1/n below; the English is "r×" and "1/n of".
-    ``than`` names the reference ({"en": "ours", "zh": "我们的实现"}), ``what`` the measured quantity ({"en": "time",
-    "zh": "用时"}), either as such a dict or as the text of the notebook's language (a notebook writes
-    ``than=pick({...})``, which the builder resolves); ``fmt`` formats r or n.
+    Chinese readers take "快了 N 倍" as (N + 1)× and "慢 N 倍" as (N + 1)× the time, and a decrease is not written
+    "小了 N 倍", so the Chinese is 是…的 r 倍 from r = 0.5 up, and 只有…的一半 / 只有…的 1/n below; the English is
+    "r×" and "1/n of". ``than`` names the reference ({"en": "ours", "zh": "我们的实现"}), ``what`` the measured
+    quantity ({"en": "time", "zh": "用时"}), either as such a dict or as the text of the notebook's language (a
+    notebook writes ``than=pick({...})``, which the builder resolves); ``fmt`` formats r or n.
     ``ratio(3.0, 1.5, than={"en": "ours", "zh": "我们的实现"})`` → ``"2.00× ours"`` / ``"是我们的实现的 2.00 倍"``;
     ``ratio(1, 2, ...)`` → ``"1/2.00 of ours"`` / ``"只有我们的实现的一半"``.
     """

@@ -55,11 +55,22 @@ def _lines(path: Path) -> list[tuple[str, str]]:
             for n, line in enumerate("".join(cell["source"]).splitlines(), 1)]
 
 
-def rejected_variants_in(path: Path, rejected=REJECTED) -> list[str]:
-    """One message per rejected glossary variant found in ``path``."""
-    return [f"{_rel(path)}, {where}: {variant!r} -> write {preferred!r} ({english}, docs/glossary.md) "
-            f"in {line.strip()[:70]!r}"
-            for where, line in _lines(path) for variant, preferred, english in rejected if variant in line]
+# One form each where a plain variant cannot say it: 控件 is right inside 交互控件, and 随机失活 right after
+# "dropout（", the form a lesson introduces the term with (docs/glossary.md, dropout).
+PATTERNS = [(re.compile(r"(?<!交互)控件"), "交互控件", "widget"),
+            (re.compile(r"(?<!dropout（)随机失活"), "dropout（随机失活） where a lesson introduces it, else dropout",
+             "dropout")]
+
+
+def rejected_variants_in(path: Path, rejected=REJECTED, patterns=PATTERNS) -> list[str]:
+    """One message per rejected glossary variant (or PATTERNS match) found in ``path``."""
+    problems = []
+    for where, line in _lines(path):
+        hits = [(v, p, e) for v, p, e in rejected if v in line]
+        hits += [(m.group(0), p, e) for rx, p, e in patterns for m in rx.finditer(line)]
+        problems += [f"{_rel(path)}, {where}: {variant!r} -> write {preferred!r} ({english}, docs/glossary.md) "
+                     f"in {line.strip()[:70]!r}" for variant, preferred, english in hits]
+    return problems
 
 
 def seed_mentions_in(path: Path) -> list[str]:
@@ -85,9 +96,16 @@ def test_glossary_lists_rejected_variants_consistently():
     terms = dict(i18n.glossary(GLOSSARY))
     for english, chinese in {"encoder-only": "仅编码器", "decoder-only": "仅解码器", "memory": "编码器输出",
                              "notebook": "笔记本", "dev set": "开发集", "layer normalization": "层归一化",
-                             "token id": "词元 ID", "common mistake": "常见错误"}.items():
+                             "token id": "词元 ID", "common mistake": "常见错误", "widget": "交互控件",
+                             "attention pattern": "注意力模式", "n-gram": "n 元语法", "sentence embedding": "句向量",
+                             "dropout": "dropout", "memory (RAM)": "内存"}.items():
         assert terms.get(english) == chinese, english
     assert ("纯编码器", "仅编码器", "encoder-only") in REJECTED
+    for variant in ("小部件", "小工具", "注意模式", "只有解码器", "句子向量", "n 元组"):
+        assert variant in variants, variant
+    # d2l-zh's terms are alternatives students will meet, recorded in the note column, never rejected.
+    for d2l in ("层规范化", "暂退法", "强制教学", "掩蔽"):
+        assert d2l not in variants and d2l in GLOSSARY.read_text(encoding="utf-8"), d2l
 
 
 def test_checks_name_file_cell_and_preferred_term(tmp_path):
@@ -98,6 +116,10 @@ def test_checks_name_file_cell_and_preferred_term(tmp_path):
     assert rejected_variants_in(path) == ["06_demo.ipynb, cell 1, line 2: '层标准化' -> write '层归一化' "
                                           "(layer normalization, docs/glossary.md) in '# 先做层标准化，再相加'"]
     assert seed_mentions_in(path) == []
+    path = tmp_path / "demo_zh.md"
+    path.write_text("打开交互控件。拖动控件。\ndropout（随机失活）之后只写 dropout，不写随机失活。\n", encoding="utf-8")
+    assert [p.split(" -> ")[0] for p in rejected_variants_in(path)] == [
+        "demo_zh.md, line 1: '控件'", "demo_zh.md, line 2: '随机失活'"]
     path = tmp_path / "notes_zh.md"
     path.write_text("这里比较了种子课件的公式。\nA random seed is fine; seed_everything(0).\n"
                     "The seed deck's formula\n", encoding="utf-8")

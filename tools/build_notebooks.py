@@ -237,6 +237,40 @@ def one_language_problems(cells: list[Cell], lesson: str) -> tuple[list[str], li
     return errors, notes
 
 
+# Characters between which a line break must not become a space: Chinese characters, CJK and full-width
+# punctuation, and the curly quotes, dashes and ellipsis that Chinese text uses. Browsers other than Firefox render a
+# newline between two of them as a space (Chromium shows "安装 可能"), so the Chinese notebooks join such lines.
+_CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef\u2018\u2019\u201c\u201d\u2014\u2026"
+_CJK_END = re.compile(f"[{_CJK}](?:\\*\\*|\\*|__)?$")
+_CJK_START = re.compile(f"^[ \\t]*(?:\\*\\*|\\*|__)?[{_CJK}]")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+
+
+def join_cjk_lines(markdown: str) -> str:
+    """``markdown`` with every line break between two Chinese characters removed (the next line's indent too).
+
+    Not joined: headings, a line that ends in a hard break (two spaces or a backslash), fenced code, table rows,
+    list items and blank lines (paragraph breaks), since none of them is a soft break inside a paragraph; nor
+    two emphasis marks that would run together ("**a**" + "**b**").
+    """
+    out: list[str] = []
+    fenced = False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            out.append(line)
+            continue
+        prev = out[-1] if out else ""
+        if (not fenced and out and _CJK_START.match(line) and _CJK_END.search(prev)
+                and not prev.lstrip().startswith(("#", "|")) and not prev.endswith(("  ", "\\"))
+                and not line.lstrip().startswith(("|", "* ", "- ", "+ "))
+                and not (prev.endswith(("*", "_")) and line.lstrip().startswith(("*", "_")))):  # no "****"
+            out[-1] = prev + line.lstrip()
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def cell_id(lesson: str, index: int) -> str:
     """Stable id of cell ``index`` of ``lesson``: rebuilding gives the same id, EN and ZH share it."""
     return hashlib.sha256(f"{lesson}/{index}".encode()).hexdigest()[:16]
@@ -268,6 +302,8 @@ def build_notebook(cells: list[Cell], lesson: str, language: str, edition: str =
             metadata["tags"] = list(cell.tags)
         nb_cell = {"cell_type": cell.kind, "id": cell_id(lesson, index), "metadata": metadata}
         nb_cell["source"] = cell.text[language]
+        if cell.kind == "markdown" and language == "zh":
+            nb_cell["source"] = join_cjk_lines(cell.text[language])
         if cell.kind == "code":  # one language per notebook: literal picks resolved, markers gone
             nb_cell["source"] = one_language.strip_markers(one_language.resolve(cell.text[language], language)[0])
             nb_cell.update(execution_count=None, outputs=[])

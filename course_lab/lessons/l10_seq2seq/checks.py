@@ -158,7 +158,7 @@ def check_smoothed_targets(fn) -> bool:
         return fail("Each kept row must be a probability distribution (sum to 1).",
                     "每个保留下来的行都必须是一个概率分布（总和为 1）。")
     return fail("Wrong values: put 1 − ε + ε/V on the target id and ε/V on every other id.",
-                "数值不对：目标 id 上应为 1 − ε + ε/V，其余每个 id 上为 ε/V。")
+                "数值不对：目标 ID 上应为 1 − ε + ε/V，其余每个 ID 上为 ε/V。")
 
 
 # --- exercise 4: the encoder without positions (an experiment)

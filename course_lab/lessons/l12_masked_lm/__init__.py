@@ -113,7 +113,7 @@ def plot_scores(scores: dict, n_baselines: int = 1, lang=None):
     colors = ["tab:gray" if i < n_baselines else "tab:blue" for i in range(len(names))]
     ax.barh(range(len(names)), values, color=colors)
     for i, v in enumerate(values):
-        ax.text(v + 0.5, i, f"{v:.1f} %", va="center")
+        ax.text(v + 0.5, i, f"{v:.1f}%", va="center")
     ax.set_yticks(range(len(names)), labels=names)
     ax.invert_yaxis()
     ax.set_xlim(0, max(values) * 1.2 + 1)

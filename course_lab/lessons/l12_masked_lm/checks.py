@@ -71,28 +71,28 @@ def check_bert_masking(fn) -> bool:
     if _z(n_sel, n_ordinary, 0.15) > 5:
         return fail(f"{100 * n_sel / n_ordinary:.1f} % of the ordinary tokens were selected; expected p = 15 % "
                     "(padding and special tokens do not count).",
-                    f"普通词元中有 {100 * n_sel / n_ordinary:.1f} % 被选中；应为 p = 15 %（填充和特殊词元不算在内）。")
+                    f"普通词元中有 {100 * n_sel / n_ordinary:.1f}% 被选中；应为 p = 15%（填充和特殊词元不算在内）。")
     masked = int((selected & (inputs == _MASK)).sum())
     unchanged = int((selected & (inputs == ids)).sum())
     replaced = n_sel - masked - unchanged
     if masked == n_sel:
         return fail("Every selected token became <mask>: BERT keeps 10 % unchanged and replaces 10 % by a random "
                     "token, so the model must also care about tokens that look normal.",
-                    "被选中的词元全都变成了 <mask>：BERT 会让 10 % 保持不变、10 % 换成随机词元，"
+                    "被选中的词元全都变成了 <mask>：BERT 会让 10% 保持不变、10% 换成随机词元，"
                     "这样模型对看起来正常的词元也得认真对待。")
     for count, q, en, zh in ((masked, 0.8, "<mask>", "<mask>"), (replaced, 0.1, "a random token", "随机词元"),
                              (unchanged, 0.1, "unchanged", "保持不变")):
         if _z(count, n_sel, q) > 5:
             return fail(f"{100 * count / n_sel:.1f} % of the selected tokens are {en}; expected about {100 * q:.0f} %.",
-                        f"被选中的词元中有 {100 * count / n_sel:.1f} % 是{zh}；应约为 {100 * q:.0f} %。")
+                        f"被选中的词元中有 {100 * count / n_sel:.1f}% 是{zh}；应约为 {100 * q:.0f}%。")
     random_tokens = inputs[selected & (inputs != ids) & (inputs != _MASK)]
     if torch.isin(random_tokens, torch.tensor(_SPECIAL)).any():
         return fail("A random replacement was a special token (e.g. <pad>): draw from the ordinary tokens only.",
                     "随机替换时抽到了特殊词元（比如 <pad>）：只能从普通词元里抽。")
     return passed(f"Correct: {100 * n_sel / n_ordinary:.1f} % selected, of which {100 * masked / n_sel:.0f} % "
                   f"<mask>, {100 * replaced / n_sel:.0f} % random, {100 * unchanged / n_sel:.0f} % unchanged.",
-                  f"正确：选中了 {100 * n_sel / n_ordinary:.1f} %，其中 {100 * masked / n_sel:.0f} % 变成 <mask>，"
-                  f"{100 * replaced / n_sel:.0f} % 换成随机词元，{100 * unchanged / n_sel:.0f} % 保持不变。")
+                  f"正确：选中了 {100 * n_sel / n_ordinary:.1f}%，其中 {100 * masked / n_sel:.0f}% 变成 <mask>，"
+                  f"{100 * replaced / n_sel:.0f}% 换成随机词元，{100 * unchanged / n_sel:.0f}% 保持不变。")
 
 
 @never_raises
@@ -120,7 +120,7 @@ def check_unigram_baseline(fn) -> bool:
     if abs(value - 0.0) < 1e-6:
         return fail("0 %: probably you guessed a special token (<pad> or <eos> are the most frequent ids here); "
                     "a masked position is never special, so skip them.",
-                    "准确率为 0 %：你大概猜的是特殊词元（这里最常见的 ID 是 <pad> 和 <eos>）；"
+                    "准确率为 0%：你大概猜的是特殊词元（这里最常见的 ID 是 <pad> 和 <eos>）；"
                     "被遮住的位置永远不会是特殊词元，所以要跳过它们。")
     if abs(value - 0.3) < 1e-6:
         return fail("You averaged over every position: only those with label != −100 count.",
@@ -209,13 +209,13 @@ def check_whole_word_masking(fn) -> bool:
             return fail(f"{100 * n_chosen / n_words:.1f} % of the words were hidden (expected p = {100 * p:.0f} %), "
                         "and the hidden ones are longer than average: long words are selected more often. Draw one "
                         "number per word, not one per letter.",
-                        f"被遮住的单词占 {100 * n_chosen / n_words:.1f} %（应为 p = {100 * p:.0f} %），而且被遮住的单词"
+                        f"被遮住的单词占 {100 * n_chosen / n_words:.1f}%（应为 p = {100 * p:.0f}%），而且被遮住的单词"
                         "比平均更长：长单词被选中的机会更多。应该每个单词抽一个随机数，而不是每个字母抽一个。")
         return fail(f"{100 * n_chosen / n_words:.1f} % of the words were hidden; expected p = {100 * p:.0f} %.",
-                    f"被遮住的单词占 {100 * n_chosen / n_words:.1f} %；应为 p = {100 * p:.0f} %。")
+                    f"被遮住的单词占 {100 * n_chosen / n_words:.1f}%；应为 p = {100 * p:.0f}%。")
     return passed(f"Correct: {n_chosen} of {n_words} words hidden ({100 * n_chosen / n_words:.1f} %), each one "
                   "entirely.",
-                  f"正确：{n_words} 个单词中遮住了 {n_chosen} 个（{100 * n_chosen / n_words:.1f} %），每个都整个遮住。")
+                  f"正确：{n_words} 个单词中遮住了 {n_chosen} 个（{100 * n_chosen / n_words:.1f}%），每个都整个遮住。")
 
 
 # --- exercise 3: accuracy at a chosen mask rate ---------------------------------------------------------------------
@@ -281,7 +281,7 @@ def check_accuracy_at(fn, model=None, windows: torch.Tensor | None = None, tok=N
                     "generator you are given (reusing dev_in or evaluate(), masked once at 15 %, measures nothing "
                     "new).",
                     "你的结果不随 p 变化：要用给定的 generator，按比例 p 遮盖传进来的窗口"
-                    "（直接用只按 15 % 遮盖过一次的 dev_in 或 evaluate()，什么新东西也测不出来）。")
+                    "（直接用只按 15% 遮盖过一次的 dev_in 或 evaluate()，什么新东西也测不出来）。")
     for g, (p, w) in zip(got, zip(rates, want)):
         if abs(g - w[1]) < 1e-6 and abs(g - w[0]) > 1e-6:
             return fail(f"p = {p}: you scored every position ({g:.1%}): most of them are visible and only need "

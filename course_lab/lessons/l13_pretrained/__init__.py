@@ -169,7 +169,7 @@ def plot_similarity(sim, labels, lang=None, title=None):
     ax.set_xticks(range(len(labels)), labels=labels, rotation=35, ha="right")
     ax.set_yticks(range(len(labels)), labels=labels)
     ax.set_title(title or i18n.pick({"en": "Cosine similarity of MiniLM sentence embeddings",
-                                     "zh": "MiniLM 句子嵌入的余弦相似度"}, code))
+                                     "zh": "MiniLM 句向量的余弦相似度"}, code))
     fig.colorbar(im, ax=ax, shrink=0.8, label=i18n.pick({"en": "cosine similarity", "zh": "余弦相似度"}, code))
     return fig
 
