@@ -54,9 +54,10 @@ def sdpa_masked(q, k, v, mask):
 
 def test_jacobian_check_accepts_equivalent_forms_and_matches_autograd(capsys):
     assert l03.check_softmax_jacobian(transposed_outer_jacobian) is True
-    assert l03.check_softmax_jacobian(looping_jacobian) is True
     out = capsys.readouterr().out
     assert "one-hot row 0" in out
+    assert l03.check_softmax_jacobian(looping_jacobian) is False      # right values, but the prompt says no loop
+    assert "loops over the rows" in capsys.readouterr().out
     s = torch.randn(7, dtype=torch.float64)
     want = torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), s)
     torch.testing.assert_close(good_jacobian(torch.softmax(s, -1)), want)

@@ -141,12 +141,12 @@ def test_cross_attention_flops_equal_what_flop_counter_counts():
     q, kv = torch.randn(2, 7, 32), torch.randn(2, 19, 32)
     with FlopCounterMode(display=False) as counter:
         mha(q, kv, kv, need_weights=True)
-    assert counter.get_total_flops() == l14.cross_attention_flops(2, 7, 19, 32)
+    assert counter.get_total_flops() == l14._cross_attention_flops(2, 7, 19, 32)
 
 
 def test_gqa_cache_equals_a_real_cache_when_kv_heads_equal_heads():
-    assert l14.gqa_cache_bytes(3, 2, 21, 4, 4, 12, 4) == l14.kv_cache_bytes(3, 2, 21, 48)
-    assert l14.gqa_cache_bytes(80, 1, 4096, 64, 8, 128, 2) == 1.25 * 2**30    # the figure in the solution
+    assert l14._gqa_cache_bytes(3, 2, 21, 4, 4, 12, 4) == l14.kv_cache_bytes(3, 2, 21, 48)
+    assert l14._gqa_cache_bytes(80, 1, 4096, 64, 8, 128, 2) == 1.25 * 2**30    # the figure in the solution
 
 
 def test_merge_stats_is_the_tiling_update():

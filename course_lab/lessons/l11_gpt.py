@@ -188,7 +188,7 @@ def _cases_logits(seed: int):
             torch.randn(2, 3, 7, generator=g)]
 
 
-def gpt_block_params(d_model: int, d_ff: int) -> int:
+def _gpt_block_params(d_model: int, d_ff: int) -> int:
     """Parameters of one pre-norm GPT block: two LayerNorms (γ, β), Q/K/V/O with biases, the FFN with biases.
 
     4d (norms) + 4d² + 4d (attention) + 2·d·d_ff + d_ff + d (FFN) = 4d² + 2·d·d_ff + 9d + d_ff.
@@ -222,7 +222,7 @@ def check_gpt_block_params(fn) -> bool:
                     "你数的是一个已构建模块的参数（.parameters()）：那是用来验证答案的办法，不是推导。"
                     "请根据各个权重的形状，写出一个关于 d_model 和 d_ff 的公式。")
     for d, d_ff, got in results:
-        want = gpt_block_params(d, d_ff)
+        want = _gpt_block_params(d, d_ff)
         if got == want:
             continue
         if got in (12 * d * d, 4 * d * d + 2 * d * d_ff):

@@ -132,7 +132,7 @@ def build_cost_widget(seq_len: int = 1024, d_model: int = 384, n_heads: int = 6,
 # Exercise checks
 # ------------------------------------------------------------------------------------------------------------
 
-def cross_attention_flops(batch: int, t_q: int, t_k: int, d_model: int) -> int:
+def _cross_attention_flops(batch: int, t_q: int, t_k: int, d_model: int) -> int:
     """Forward FLOPs of one cross-attention layer: Q and O over the T_q queries, K and V over the T_k keys.
 
     4·B·T_q·d² + 4·B·T_k·d² (projections) + 4·B·T_q·T_k·d (scores QKᵀ and weights·V).
@@ -160,10 +160,10 @@ def check_cross_attention_flops(fn) -> bool:
                         f"T_q={t_q}、T_k={t_k} 时，你返回的是自注意力在单一长度下的运算量。"
                         "交叉注意力里，Q 和 O 在 T_q 个解码器位置上做投影，"
                         "K 和 V 在 T_k 个编码器位置上做投影，分数矩阵是 T_q × T_k。")
-    return run_check(fn, [(args, cross_attention_flops(*args)) for args in cases], number_problem)
+    return run_check(fn, [(args, _cross_attention_flops(*args)) for args in cases], number_problem)
 
 
-def gqa_cache_bytes(n_layers: int, batch: int, seq_len: int, n_heads: int, n_kv_heads: int, d_head: int,
+def _gqa_cache_bytes(n_layers: int, batch: int, seq_len: int, n_heads: int, n_kv_heads: int, d_head: int,
                     bytes_per_number: int) -> int:
     """KV cache with grouped-query attention: 2 · L · B · T · h_kv · d_head · bytes (h_kv = h: multi-head)."""
     return 2 * n_layers * batch * seq_len * n_kv_heads * d_head * bytes_per_number
@@ -182,15 +182,15 @@ def check_gqa_cache_bytes(fn) -> bool:
         if not ok:
             return False
         n_layers, batch, seq_len, n_heads, n_kv, d_head, nbytes = args
-        if n_kv != n_heads and number_problem(got, gqa_cache_bytes(*args[:4], n_heads, *args[5:])) is None:
+        if n_kv != n_heads and number_problem(got, _gqa_cache_bytes(*args[:4], n_heads, *args[5:])) is None:
             return fail(f"With n_heads={n_heads}, n_kv_heads={n_kv} you return the multi-head cache. In GQA only "
                         "the n_kv_heads shared heads of keys and values are stored; the query heads are never cached.",
                         f"n_heads={n_heads}、n_kv_heads={n_kv} 时，你返回的是多头注意力的缓存大小。GQA 只存 n_kv_heads "
                         "个共享的键头和值头；查询头从来不需要缓存。")
-        if number_problem(got, gqa_cache_bytes(*args) // 2) is None:
+        if number_problem(got, _gqa_cache_bytes(*args) // 2) is None:
             return fail("Half the right size: the cache holds the keys AND the values of every past token.",
                         "只有正确大小的一半：缓存里既有每个过去词元的键，也有它的值。")
-    return run_check(fn, [(args, gqa_cache_bytes(*args)) for args in cases], number_problem)
+    return run_check(fn, [(args, _gqa_cache_bytes(*args)) for args in cases], number_problem)
 
 
 def _stats(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
