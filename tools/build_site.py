@@ -92,6 +92,8 @@ html_css_files = ["course.css"]
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
+# The theme's light/dark switch needs a default, or it logs "Got invalid theme mode" on the console.
+html_context = {{"default_mode": "light"}}
 html_theme_options = {{"use_download_button": False, "use_fullscreen_button": False,
                       "use_repository_button": False, "show_toc_level": 2}}
 myst_enable_extensions = ["dollarmath", "amsmath"]
