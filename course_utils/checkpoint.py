@@ -68,8 +68,7 @@ def _plain(value: Any, where: str) -> Any:
 
 
 def _check_parts(model: Any, optimizer: Any, scheduler: Any) -> None:
-    """Refuse a model that is not an nn.Module, an optimizer that is not a torch.optim.Optimizer (a model passed as
-    optimizer= would save its weights as "optimizer state"), and a module or optimizer passed as the scheduler."""
+    """Refuse a non-Module model, a non-Optimizer optimizer (a model there saved its weights as optimizer state)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}: pass the model itself")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):

@@ -92,9 +92,7 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
 
 
 def _refuse_ambiguous(mask: torch.Tensor, name: str) -> None:
-    """A 2-D mask shaped both (T_q, T_k) and (B, T_k) (B = T_q) is read as (T_q, T_k): accepted when it is causal or
-    all True (both readings agree or it is plainly causal), refused otherwise, as a (B, T_k) padding mask would be
-    applied to the wrong axis."""
+    """A bool mask shaped both (T_q, T_k) and (B, T_k) (B = T_q) runs only if all True or causal, else is refused."""
     if mask.dtype != torch.bool or not reads_values(mask):
         return
     t_q, t_k = mask.shape

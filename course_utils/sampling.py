@@ -52,6 +52,8 @@ def sampling_distribution(
     """``logits (…, V)`` -> the probabilities ``(…, V)`` (float32) that ``sample_next`` draws from."""
     check_float(logits, "logits")
     temperature, top_k, top_p = _check_sampling(temperature, top_k, top_p)  # checked even when greedy ignores them
+    if logits.dim() == 0 or logits.size(-1) == 0:
+        raise ValueError(f"logits must end in a vocabulary axis of size V >= 1, got shape {tuple(logits.shape)}")
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()

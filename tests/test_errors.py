@@ -212,3 +212,223 @@ def test_invalid_configs_are_refused(build, error, fragment):
     """reliability.md Low: negative layer counts, n_classes=0, d_ff=0 (was silently 4·d) ... and keyword-only args."""
     with pytest.raises(error, match=fragment):
         build()
+
+
+# ------------------------------------------------------------------------------ issue 24: nothing silent, part 2
+def _tiny_checkpoint(tmp_path, **payload):
+    from course_utils import checkpoint
+    model = torch.nn.Linear(2, 2)
+    path = tmp_path / "c.pt"
+    if payload:
+        torch.save({"format": checkpoint.FORMAT, "step": 0, "model": model.state_dict(), **payload}, path)
+    else:
+        checkpoint.save_checkpoint(path, model)
+    return path, model
+
+
+@pytest.mark.parametrize("location", ["cuda", "cuda:1", "meta"])
+def test_a_device_this_machine_lacks_is_not_called_a_corrupt_file(tmp_path, location):
+    from course_utils.checkpoint import load_checkpoint
+    if location.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    path, model = _tiny_checkpoint(tmp_path)
+    with pytest.raises(ValueError, match="not available here.*map_location=None") as err:
+        load_checkpoint(path, model, map_location=location)
+    assert "corrupt" not in str(err.value) and "delete" not in str(err.value)
+    assert load_checkpoint(path, model, map_location="cpu")["step"] == 0
+
+
+def test_restore_rng_on_a_file_without_rng_state(tmp_path):
+    from course_utils.checkpoint import CheckpointError, load_checkpoint
+    path, model = _tiny_checkpoint(tmp_path, optimizer=None, scheduler=None, history=None, extra={})
+    with pytest.raises(CheckpointError, match="no RNG state.*restore_rng=False"):
+        load_checkpoint(path, model, restore_rng=True)
+    assert load_checkpoint(path, model)["step"] == 0
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"optimizer": torch.nn.Linear(2, 2)}, "optimizer must be a torch.optim.Optimizer, got Linear"),
+    ({"scheduler": torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)}, "scheduler must be"),
+    ({"model": 123}, "model must be a torch.nn.Module, got int"),
+])
+def test_save_checkpoint_refuses_the_wrong_objects(tmp_path, kwargs, fragment):
+    from course_utils.checkpoint import save_checkpoint
+    model = kwargs.pop("model", torch.nn.Linear(2, 2))
+    with pytest.raises(TypeError, match=fragment):
+        save_checkpoint(tmp_path / "c.pt", model, **kwargs)
+    assert not (tmp_path / "c.pt").exists()
+
+
+def test_wordpiece_config_flags_must_be_json_booleans(tmp_path):
+    from course_utils.wordpiece import WordPieceTokenizer
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"]))
+    config = tmp_path / "tokenizer_config.json"
+    for bad in ('{"do_lower_case": "false"}', '{"tokenize_chinese_chars": 0}', '{"strip_accents": "no"}'):
+        config.write_text(bad)
+        with pytest.raises(ValueError, match="must be JSON true or false"):
+            WordPieceTokenizer.from_pretrained(tmp_path)
+    config.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="JSON object"):
+        WordPieceTokenizer.from_pretrained(tmp_path)
+    config.write_text('{"do_lower_case": false, "strip_accents": null}')
+    assert WordPieceTokenizer.from_pretrained(tmp_path).lowercase is False
+
+
+def test_tokenizers_refuse_what_they_would_coerce():
+    from course_utils.tokenizers import Tokenizer, WordTokenizer
+    with pytest.raises(TypeError, match="tokens must be str, got int"):
+        Tokenizer([1, 2])
+    with pytest.raises(TypeError, match="list of token strings"):
+        Tokenizer(None)
+    with pytest.raises(TypeError, match="lowercase must be True or False"):
+        WordTokenizer(["a"], lowercase="false")
+    with pytest.raises(TypeError, match="list of strings, got a int"):
+        WordTokenizer.from_texts(["ok", 3])
+    tok = WordTokenizer.from_texts(["a b"])
+    with pytest.raises(TypeError, match="list or 1-D tensor"):
+        tok.decode(None)
+    assert tok.decode(tok.encode("a b")) == "a b"
+
+
+@pytest.mark.parametrize("d", [0, 1, -4])
+def test_the_layernorm_widget_needs_two_features(d):
+    from course_lab.lessons import l06_ffn_norm
+    with pytest.raises(ValueError, match="d must be >= 2"):
+        l06_ffn_norm.build_layernorm_widget(d=d)
+
+
+def test_feed_forward_names_the_wrong_input():
+    from course_utils.layers import PositionwiseFeedForward
+    ffn = PositionwiseFeedForward(8, 16)
+    with pytest.raises(ValueError, match="last dimension 7.*d_model=8"):
+        ffn(torch.randn(2, 3, 7))
+    with pytest.raises(TypeError, match="floating-point"):
+        ffn(torch.ones(2, 3, 8, dtype=torch.long))
+
+
+def test_corpus_bleu_without_sentences_or_with_a_string():
+    pytest.importorskip("sacrebleu")
+    from course_utils.data.translation import corpus_bleu
+    with pytest.raises(ValueError, match="no sentences"):
+        corpus_bleu([], [])
+    with pytest.raises(TypeError, match="hypotheses must be a list.*not a str"):
+        corpus_bleu("我们走吧。", [["我们走吧。"]])
+    assert corpus_bleu(["我们走吧。"], [["我们走吧。"]]).score == pytest.approx(100)
+
+
+def test_a_truncated_tar_gz_is_reported_as_damaged(tmp_path):
+    import gzip
+    import io
+    import tarfile
+
+    from course_utils.data.archives import safe_extract
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("a/b.bin")
+        info.size = 40_000
+        tar.addfile(info, io.BytesIO(bytes(range(256)) * 157))
+    whole = gzip.compress(buf.getvalue())
+    for cut in (len(whole) // 2, 30):  # 30 bytes: tarfile.is_tarfile itself raised a raw EOFError
+        (tmp_path / "cut.tar.gz").write_bytes(whole[:cut])
+        with pytest.raises(ValueError, match="(?i)damaged.*delete it and download"):
+            safe_extract(tmp_path / "cut.tar.gz", tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="no archive at"):
+        safe_extract(tmp_path / "missing.tar.gz", tmp_path / "out")
+
+
+def test_decoders_refuse_the_other_kind_of_model():
+    from course_utils.decoding import beam_search, generate
+    gpt = GPT(10, max_len=8, n_layers=1, n_heads=2, d_model=8)
+    s2s = Transformer(10, 10, d_model=8, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=16)
+    ids = torch.ones(1, 3, dtype=torch.long)
+    with pytest.raises(TypeError, match="use greedy_decode or beam_search"):
+        generate(s2s, ids, 2)
+    with pytest.raises(TypeError, match="continue a GPT with generate"):
+        greedy_decode(gpt, ids, 4, 1, 2)
+    with pytest.raises(TypeError, match="continue a GPT with generate"):
+        beam_search(gpt, ids, max_len=4, bos_id=1, eos_id=2)
+    assert generate(gpt, ids, 2).shape == (1, 5)
+
+
+def test_kv_cache_reorder_checks_its_index():
+    cache = KVCache()
+    gpt = GPT(10, max_len=8, n_layers=1, n_heads=2, d_model=8)
+    gpt(torch.ones(2, 3, dtype=torch.long), cache=cache)
+    with pytest.raises(TypeError, match="1-D torch.long"):
+        cache.reorder([0, 1])
+    with pytest.raises(ValueError, match=r"outside the cached batch \[0, 2\)"):
+        cache.reorder(torch.tensor([2]))
+    cache.reorder(torch.tensor([1, 1, 0]))
+    assert cache.batch_size == 3
+
+
+def test_seq2seq_decode_into_a_used_cache_needs_extend():
+    model = Transformer(10, 10, d_model=8, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=16).eval()
+    memory, src_mask = model.encode(torch.ones(2, 4, dtype=torch.long))
+    cache = KVCache()
+    model.decode(torch.ones(2, 2, dtype=torch.long), memory, src_mask, cache)
+    with pytest.raises(ValueError, match="fresh KVCache.*extend=True"):
+        model.decode(torch.ones(2, 2, dtype=torch.long), memory, src_mask, cache)
+    assert model.decode(torch.ones(2, 2, dtype=torch.long), memory, src_mask, cache, extend=True).shape == (2, 2, 10)
+
+
+def test_translate_texts_caps_the_output_at_the_models_length():
+    from course_lab.lessons.l10_seq2seq import tatoeba
+    from course_utils.tokenizers import WordTokenizer
+    texts = ["go away " * 10, "hi"]
+    src, tgt = WordTokenizer.from_texts(texts), WordTokenizer.from_texts(["走 开"])
+    model = Transformer(src.vocab_size, tgt.vocab_size, d_model=8, n_heads=2, n_encoder_layers=1,
+                        n_decoder_layers=1, d_ff=16, max_len=40)
+    assert 2 * len(src.encode(texts[0])) + 10 > model.max_len  # the old cap asked for more than the table holds
+    out = tatoeba.translate_texts(model, texts, src, tgt)
+    assert len(out) == 2 and all(isinstance(s, str) for s in out)
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, 1.0])
+def test_a_changed_tatoeba_file_warns_with_both_row_counts(tmp_path, monkeypatch, keep):
+    """reliability.md (turn 3) row 4: a cmn.txt cut at a line boundary loaded 19,756 of 32,028 pairs silently."""
+    import hashlib
+    import warnings
+
+    from course_utils.data import translation
+    from course_utils.data.registry import Resource
+    lines = [f"Sentence {i}.\t第{i}句。\n" for i in range(40)]
+    course = "".join(lines).encode("utf-8")
+    monkeypatch.setattr(translation, "get_resource", lambda name: Resource(
+        "tatoeba-cmn", "tatoeba_cmn/cmn.txt", len(course), hashlib.sha256(course).hexdigest(), "t", "s", rows=40))
+    (tmp_path / "tatoeba_cmn").mkdir()
+    kept = lines[: int(len(lines) * keep)]
+    (tmp_path / "tatoeba_cmn" / "cmn.txt").write_text("".join(kept), encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pairs = translation.load_tatoeba_cmn(tmp_path, simplified=False, download=False)
+    messages = [str(w.message) for w in caught if "course's copy" in str(w.message)]
+    assert len(pairs) == len(kept)
+    if keep == 1.0:
+        assert messages == []
+    else:
+        assert len(messages) == 1 and f"{len(kept):,} pairs instead of 40" in messages[0]
+
+
+def test_a_forged_sidecar_does_not_hide_an_edited_small_file(tmp_path, monkeypatch):
+    """reliability.md (turn 3) row 14: a hand-written sidecar claiming the good sha256 was trusted."""
+    import hashlib
+    import json
+
+    from course_utils import data
+    from course_utils.data import download, registry
+    from course_utils.data.registry import Resource
+    good = b"a" * 3000
+    monkeypatch.setitem(registry.REGISTRY, "toy24", Resource(
+        "toy24", "toy/f.txt", len(good), hashlib.sha256(good).hexdigest(), "toy", "test"))
+    path = tmp_path / "toy" / "f.txt"
+    path.parent.mkdir()
+    path.write_bytes(good)
+    data.fetch("toy24", data_dir=tmp_path, download=False)
+    path.write_bytes(b"b" * 3000)
+    key = download._state(path)
+    download._sidecar(path).write_text(json.dumps(dict(zip(download._FIELDS, key[1:]),
+                                                       sha256=hashlib.sha256(good).hexdigest())))
+    download._verified.clear()  # a new process: only the (forged) sidecar remembers
+    with pytest.raises(data.ChecksumMismatch):
+        data.fetch("toy24", data_dir=tmp_path, download=False)

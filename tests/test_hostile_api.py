@@ -250,3 +250,157 @@ def test_the_hostile_properties_can_fail():
     """The guard itself: a raw torch error or a message-less error is not accepted."""
     with pytest.raises(AssertionError, match="raw torch error"):
         attempt(lambda: torch.nn.functional.dropout(torch.zeros(2), p="x"))  # a TypeError from inside torch
+
+
+# ------------------------------------------------------------------------------ issue 24: nothing silent, part 2
+def _padded_ids(lengths: list[int], t: int, left: list[bool]) -> torch.Tensor:
+    """(B, T) ids: row b has lengths[b] real tokens (ids 1..), on the left or the right side; the rest is pad 0."""
+    ids = torch.zeros(len(lengths), t, dtype=torch.long)
+    for b, (n, is_left) in enumerate(zip(lengths, left)):
+        if n:
+            (ids[b, t - n:] if is_left else ids[b, :n]).copy_(torch.arange(1, n + 1))
+    return ids
+
+
+@HOSTILE
+@given(data=st.data())
+def test_inverted_self_attention_masks_are_refused_and_legitimate_padding_never_is(data):
+    """Law: causal, padding (left or right, all-padding rows too) and their AND always run, and pad queries of a
+    left-padded row get zero attention rows (out = out_proj's bias); ~(causal & padding) is refused exactly when
+    some row has a real token at a position >= 1 (a key seen by earlier queries that cannot see itself)."""
+    from course_utils.masks import causal_mask, padding_mask
+    t = data.draw(st.integers(1, 6))
+    b = data.draw(st.integers(1, 3))
+    lengths = [data.draw(st.integers(0, t)) for _ in range(b)]
+    left = [data.draw(st.booleans()) for _ in range(b)]
+    ids = _padded_ids(lengths, t, left)
+    keep, causal = padding_mask(ids), causal_mask(t)
+    mha = MultiHeadAttention(8, 2).eval()
+    x = torch.randn(b, t, 8)
+    with torch.no_grad():
+        for mask in (causal, keep, causal & keep):
+            assert torch.isfinite(mha(x, mask=mask)).all()
+        out = mha(x, mask=causal & keep)
+    for row, (n, is_left) in enumerate(zip(lengths, left)):
+        if is_left:  # the first t - n queries are padding and see only padding: zero rows
+            torch.testing.assert_close(out[row, : t - n], mha.out_proj.bias.detach().expand(t - n, 8))
+    inverted, err = attempt(lambda: mha(x, mask=~(causal & keep)))
+    should_refuse = bool((ids[:, 1:] != 0).any())
+    assert (err is not None) == should_refuse, (ids.tolist(), err)
+    if err is not None:
+        assert "inverted" in str(err) and "~mask" in str(err)
+    if t >= 2:
+        _, err = attempt(lambda: mha(x, mask=~causal[None, None]))  # 4-D: (B, T) vs (T, T) cannot be confused
+        assert err is not None and "inverted" in str(err)
+
+
+@HOSTILE
+@given(b=st.integers(2, 4), cut=st.integers(0, 3))
+def test_a_b_by_t_padding_mask_with_b_equal_to_t_is_refused_but_a_causal_one_runs(b, cut):
+    """(B, T_k) and (T_q, T_k) cannot be told apart by shape when B == T: a causal or all-True mask runs (its
+    meaning is the same either way or plainly causal), any other 2-D bool mask is refused, pointing to
+    key_keep_mask=."""
+    from course_utils.masks import causal_mask, lengths_to_padding_mask
+    mha = MultiHeadAttention(8, 2).eval()
+    x = torch.randn(b, b, 8)
+    pm = lengths_to_padding_mask(torch.tensor([b - min(cut, b - 1)] + [b] * (b - 1)))[:, 0, 0]  # (B, T)
+    _, err = attempt(lambda: mha(x, mask=pm))
+    assert (err is None) == (bool(pm.all()) or torch.equal(pm, causal_mask(b))), pm  # B = 2 can be causal-shaped
+    if err is not None:
+        assert "key_keep_mask" in str(err)
+    with torch.no_grad():
+        torch.testing.assert_close(mha(x, mask=causal_mask(b)), mha(x, is_causal=True))
+        torch.testing.assert_close(mha(x, key_keep_mask=pm), mha(x, mask=pm[:, None, None, :]))
+
+
+@HOSTILE
+@given(seed=st.integers(0, 1000), prefix=st.integers(1, 5), n=st.integers(1, 4), extend=st.booleans())
+def test_several_tokens_into_a_non_empty_cache_need_extend(seed, prefix, n, extend):
+    """Law: one new token, or n > 1 with extend=True, continues the cached sequence exactly as a full recomputation;
+    n > 1 without extend is refused as a new prompt (it used to continue the old one silently)."""
+    from course_utils import KVCache
+    torch.manual_seed(seed)
+    gpt = GPT(20, max_len=12, n_layers=1, n_heads=2, d_model=8, dropout=0.0).double().eval()
+    ids = torch.randint(0, 20, (2, prefix + n))
+    cache = KVCache()
+    with torch.no_grad():
+        first = gpt(ids[:, :prefix], cache=cache)
+        second, err = attempt(lambda: gpt(ids[:, prefix:], cache=cache, extend=extend))
+        full = gpt(ids)
+    if n > 1 and not extend:
+        assert err is not None and "fresh KVCache" in str(err) and "extend=True" in str(err)
+        assert cache.offset == prefix  # nothing was appended
+    else:
+        torch.testing.assert_close(torch.cat([first, second], dim=1), full, atol=1e-10, rtol=1e-10)
+
+
+@HOSTILE
+@given(rows=st.lists(st.lists(st.integers(0, 50), max_size=5), min_size=1, max_size=4),
+       bad=st.sampled_from([1.5, 2.0, True, [1, 2], "a", None]), where=st.integers(0, 3))
+def test_pad_batch_keeps_int_rows_and_refuses_anything_it_would_have_to_coerce(rows, bad, where):
+    """Law: int rows come back unchanged (right-padded with 0); a float (even 2.0), a bool, a nested row, a string
+    or None anywhere is a TypeError (it used to be rounded, cast or flattened)."""
+    from course_utils.tokenizers import pad_batch
+    out = pad_batch(rows)
+    assert [r[: len(row)] for r, row in zip(out.tolist(), rows)] == rows and out.dtype == torch.long
+    assert all(v == 0 for r, row in zip(out.tolist(), rows) for v in r[len(row):])
+    broken = [list(r) for r in rows]
+    target = broken[where % len(broken)]
+    target.insert(min(where, len(target)), bad)
+    with pytest.raises(TypeError, match="flat list of int ids"):
+        pad_batch(broken)
+
+
+@HOSTILE
+@given(dtype=st.sampled_from([torch.int64, torch.int32, torch.int16, torch.uint8, torch.bool, torch.complex64]))
+def test_the_sinusoidal_table_refuses_non_float_dtypes(dtype):
+    from course_utils import sinusoidal_encoding
+    with pytest.raises(TypeError, match="float dtype"):
+        sinusoidal_encoding(4, 8, dtype=dtype)
+
+
+@HOSTILE
+@given(n=st.integers(0, 30), test_size=st.floats(0.01, 0.99))
+def test_train_test_split_never_leaves_an_empty_part(n, test_size):
+    """Law: n >= 2 gives two non-empty parts that partition the examples; n < 2 is refused."""
+    from course_utils.data.datasets import Examples, train_test_split
+    examples = Examples([(f"text {i}", i % 2) for i in range(n)])
+    parts, err = attempt(lambda: train_test_split(examples, test_size))
+    if n < 2:
+        assert err is not None and "at least 2" in str(err)
+        return
+    train, test = parts
+    assert len(train) >= 1 and len(test) >= 1 and sorted(train + test) == sorted(examples)
+
+
+@HOSTILE
+@given(seed=st.integers(0, 1000), exponent=st.integers(-45, -8), scale=st.sampled_from([1.0, 1e3, 1e30]))
+def test_a_tiny_temperature_is_greedy_not_nan(seed, exponent, scale):
+    """Law: as τ -> 0 sampling becomes argmax: for τ in [1e-45, 1e-8] the distribution is finite, sums to 1 and
+    puts its mass on the argmax (the row max is subtracted before dividing by τ)."""
+    from course_utils.sampling import sample_next, sampling_distribution
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(3, 11, generator=g) * scale
+    tau = 10.0 ** exponent
+    probs = sampling_distribution(logits, tau)
+    assert torch.isfinite(probs).all()
+    torch.testing.assert_close(probs.sum(-1), torch.ones(3))
+    assert torch.equal(sample_next(logits, tau), logits.argmax(-1, keepdim=True))
+
+
+@HOSTILE
+@given(dtype=st.sampled_from([torch.uint8, torch.int8, torch.int16]), which=st.integers(0, 4))
+def test_small_integer_ids_get_one_sentence_with_the_fix(dtype, which):
+    """uint8 / int8 / int16 ids reached nn.Embedding's raw "Expected Long, Int" error; now every model says
+    .long(). int32 ids keep working (nn.Embedding takes them)."""
+    from course_utils import EncoderClassifier, MaskedLM, TokenEmbedding
+    models = [lambda ids: GPT(10, max_len=8, n_layers=1, n_heads=2, d_model=8)(ids),
+              lambda ids: Transformer(10, 10, d_model=8, n_heads=2, n_encoder_layers=1, n_decoder_layers=1,
+                                      d_ff=16)(ids, torch.ones(1, 2, dtype=torch.long)),
+              lambda ids: EncoderClassifier(10, 2, d_model=8, n_heads=2, n_layers=1, d_ff=16)(ids),
+              lambda ids: MaskedLM(10, d_model=8, n_heads=2, n_layers=1, d_ff=16)(ids),
+              lambda ids: TokenEmbedding(10, 8)(ids)]
+    _, err = attempt(lambda: models[which](torch.ones(1, 3, dtype=dtype)))
+    assert err is not None and ".long()" in str(err) and str(dtype) in str(err)
+    out, err = attempt(lambda: models[which](torch.ones(1, 3, dtype=torch.int32)))
+    assert err is None and torch.isfinite(out).all()
