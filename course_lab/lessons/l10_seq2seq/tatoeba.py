@@ -10,16 +10,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
 from course_utils.data.translation import corpus_bleu
 from course_utils.decoding import beam_search, greedy_decode
 from course_utils.tokenizers import CharTokenizer, WordTokenizer
 
+from ...assets import asset
+
 # What benchmarks/train_translation.py measured on a 2-core CPU (the notebook reads it; it does not rerun it).
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "cpu" / "translation.json"
+BENCHMARK = asset("results/cpu/translation.json")
 
 
 def make_tokenizers(train_pairs, min_freq: int = 2) -> tuple[WordTokenizer, CharTokenizer]:
