@@ -1,5 +1,6 @@
 # Transformers from scratch. On a fresh machine `make lab` and `make test` are all you need: both first run the
-# setup step (install the course package and every dependency into the current Python), then do their job.
+# setup step (install the course package and every dependency into the current Python, and a font that draws
+# Chinese when there is none: tools/system_deps.py), then do their job.
 
 # The interpreter everything runs with: `python` when it exists (virtual and conda environments), else `python3`.
 PYTHON ?= $(shell command -v python >/dev/null 2>&1 && echo python || echo python3)
@@ -16,7 +17,7 @@ SETUP_STAMP := .make/setup-$(ENV_ID).stamp
 NOTEBOOK_DIRS := $(wildcard notebooks/en notebooks/zh)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test notebooks instructor check-notebooks lint clean slides site site-env
+.PHONY: help setup lab test notebooks instructor check-notebooks lint clean slides site site-env browser-deps
 
 help:
 	@echo "make lab              set everything up, then open the notebooks in JupyterLab"
@@ -27,7 +28,8 @@ help:
 	@echo "make lint             ruff check"
 	@echo "make slides           export every lesson (EN and ZH, executed) to offline reveal.js decks in build/slides"
 	@echo "make site             build the course website (every lesson EN and ZH, executed) in build/site"
-	@echo "make setup            (re)install the course package and its dependencies"
+	@echo "make setup            (re)install the course package and its dependencies (and a CJK font if none)"
+	@echo "make browser-deps     chromium, an emoji font and slides/node_modules, for the browser tests (tests/browser)"
 
 # No PyTorch yet and no NVIDIA GPU: take the CPU build (~200 MB) instead of the default multi-GB CUDA one.
 # An installed torch>=2.2, CPU or CUDA, is kept: `pip install -e` never re-downloads a dependency it already has.
@@ -42,6 +44,7 @@ $(SETUP_STAMP): pyproject.toml
 		     $(PYTHON) -m pip install torch; }; \
 	fi
 	$(PYTHON) -m pip install -e ".[dev,lessons]"
+	@$(PYTHON) tools/system_deps.py fonts
 	@mkdir -p .make && touch $@
 
 setup:
@@ -54,13 +57,17 @@ LAB_ARGS ?=
 LAB_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
 LAB_HEADLESS := $(shell [ "$$(uname -s)" = Linux ] && [ -z "$$DISPLAY$$WAYLAND_DISPLAY" ] && echo --no-browser)
 
+# No font for Chinese and none installable (not root, no password-less sudo): JupyterLab starts with a warning.
 lab: $(SETUP_STAMP)
+	@$(PYTHON) tools/system_deps.py fonts
 	$(PYTHON) -m jupyterlab notebooks/ $(LAB_ROOT) $(LAB_HEADLESS) $(LAB_ARGS)
 
-# Missing CJK glyphs in matplotlib figures are errors, not warnings: a Chinese plot full of boxes must fail.
+# Missing CJK glyphs in matplotlib figures are errors, not warnings: a Chinese plot full of boxes must fail, so
+# without a font for Chinese (and none installable) `make test` stops before any test, with the command that fixes it.
 # The notebooks run first, so that their times (printed at the end) are not slowed down by what the browser tests
 # leave running until the session ends (a browser, a JupyterLab server).
 test: $(SETUP_STAMP)
+	@$(PYTHON) tools/system_deps.py fonts --require
 	PYTHONWARNINGS="error:Glyph:UserWarning" $(PYTHON) -m pytest -p no:cacheprovider $(NOTEBOOK_DIRS) tests \
 		--nbval-lax --nbval-current-env --durations=0 $(PYTEST_ARGS)
 
@@ -114,6 +121,11 @@ $(SITE_STAMP): pyproject.toml
 	$(PYTHON) -m venv --system-site-packages $(SITE_ENV)
 	$(SITE_ENV)/bin/python -m pip install $$($(PYTHON) tools/build_site.py --requirements)
 	@touch $@
+
+# The browser tests (tests/browser) need Debian's chromium and, for the slide decks, slides/node_modules. Without
+# them they are skipped locally (one line says so) and fail in CI, which runs this target first (.ci/run).
+browser-deps: $(SETUP_STAMP) slides/node_modules/.package-lock.json
+	$(PYTHON) tools/system_deps.py browser
 
 clean:
 	rm -rf .make build dist *.egg-info .pytest_cache .ruff_cache

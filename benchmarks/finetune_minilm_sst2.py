@@ -2,7 +2,7 @@
 
     python benchmarks/finetune_minilm_sst2.py                           # 800 steps, batch 32, CPU or GPU
     python benchmarks/finetune_minilm_sst2.py --steps 2000 --device cuda --batch-size 64
-    python benchmarks/finetune_minilm_sst2.py --json benchmarks/results/minilm_sst2_cpu.json
+    python benchmarks/finetune_minilm_sst2.py --json course_lab/assets/results/cpu/minilm_sst2.json
 
 Measured with the defaults on a 2-core CPU: 343 s (0.43 s/step), dev accuracy 85.3 % after 200 steps, 87.7 % after
 800.

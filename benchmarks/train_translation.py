@@ -1,6 +1,6 @@
 """Train the course's encoder–decoder Transformer on Tatoeba English → Chinese; report sacreBLEU and chrF.
 
-    python benchmarks/train_translation.py --json benchmarks/results/cpu/translation.json   # 20 minutes on a CPU
+    python benchmarks/train_translation.py --json course_lab/assets/results/cpu/translation.json   # 20 min on a CPU
     python benchmarks/train_translation.py --device cuda --minutes 30 --d-model 512 --layers 6 --d-ff 2048
 
 The recipe of lesson 10's second half, longer: Tatoeba cmn-eng (``course_utils.data.translation``), Chinese

@@ -68,10 +68,6 @@ LABELS: dict[str, dict[str, str]] = {
     "layer_head": {"en": "Layer {layer}, head {head}", "zh": "第 {layer} 层 · 注意力头 {head}"},
 }
 
-# docs/ sits next to the package in the repository; an installed wheel has no docs/ (see glossary()).
-GLOSSARY_PATH = Path(__file__).resolve().parent.parent / "docs" / "glossary.md"
-
-
 def normalize_language(lang: str, *, source: str = "language") -> str:
     """``"en"`` or ``"zh"`` for a spelling such as ``"zh-CN"`` or ``"English"``; ValueError otherwise."""
     if not isinstance(lang, str):
@@ -272,17 +268,11 @@ def parse_rejected(markdown: str) -> list[tuple[str, str, str]]:
 
 
 def glossary(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:
-    """The course glossary as (English, 中文) pairs.
-
-    Read from ``docs/glossary.md`` when the repository is there; an installed package without the docs falls
-    back to the plain (non-template) built-in labels so that callers always get something consistent.
-    """
-    if path is not None and not Path(path).is_file():
-        raise FileNotFoundError(f"glossary file {str(path)!r} not found; call glossary() without a path "
-                                "to read the course's docs/glossary.md")
-    file = Path(path) if path is not None else GLOSSARY_PATH
-    if file.is_file():
-        pairs = parse_glossary(file.read_text(encoding="utf-8"))
-        if pairs:
-            return pairs
-    return [(v["en"].lower(), v["zh"]) for v in LABELS.values() if "{" not in v["en"]]
+    """The course glossary as (English, 中文) pairs: the table of ``path`` (``docs/glossary.md`` of a clone, which
+    the package never looks for by itself), or without a path the plain (non-template) built-in labels."""
+    if path is None:
+        return [(v["en"].lower(), v["zh"]) for v in LABELS.values() if "{" not in v["en"]]
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"glossary file {str(path)!r} not found: pass docs/glossary.md of the course's "
+                                "folder, or no path for the built-in labels")
+    return parse_glossary(Path(path).read_text(encoding="utf-8"))

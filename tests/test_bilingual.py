@@ -9,6 +9,7 @@ import build_notebooks as bn
 import nbcheck
 import nbformat
 import pytest
+from notebook_guard import GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "tests" / "fixtures" / "99_format_demo.md"
@@ -71,8 +72,11 @@ def test_demo_cells_metadata_and_comments():
     assert _text(en["cells"][0]).startswith("# Format demo\n")
     assert _text(zh["cells"][0]).startswith("# 格式演示\n")
     assert _text(en["cells"][2]) == "Order does not matter: the Chinese section may come first."
-    assert _text(en["cells"][1]).splitlines()[0] == "# Shared code, language-specific comments."
-    assert _text(zh["cells"][1]).splitlines()[0] == "# 代码两种语言共用，只有注释分语言。"
+    # The first code cell starts with the install guard (tools/notebook_guard.py), then the cell's own code.
+    assert all(_text(nb["cells"][1]).startswith(GUARD[lang] + "\n") for lang, nb in (("en", en), ("zh", zh)))
+    own = {lang: _text(nb["cells"][1]).removeprefix(GUARD[lang] + "\n") for lang, nb in (("en", en), ("zh", zh))}
+    assert own["en"].splitlines()[0] == "# Shared code, language-specific comments."
+    assert own["zh"].splitlines()[0] == "# 代码两种语言共用，只有注释分语言。"
     # Shared lines, shared comments and inline comments are verbatim in both languages.
     for nb in (en, zh):
         assert "# (B, T, C)" in _text(nb["cells"][1])                     # shape comments: shared
@@ -486,7 +490,7 @@ def test_lang_ok_marker_excuses_data_on_its_lines_only(tmp_path):
     source = 'data = ["我爱自然语言处理",  # lang-ok\n        "the cat sat on the mat"]  # lang-ok\n'
     path.write_text(GOOD_TITLE + "%% code\n" + source, encoding="utf-8")
     built = {lang: json.loads(text) for lang, text in bn.build_lesson(path).items()}
-    for nb in built.values():
-        assert _text(nb["cells"][1]) == 'data = ["我爱自然语言处理",\n        "the cat sat on the mat"]'
+    for lang, nb in built.items():  # the lesson's first code cell: after the install guard
+        assert _text(nb["cells"][1]) == GUARD[lang] + '\ndata = ["我爱自然语言处理",\n        "the cat sat on the mat"]'
     unmarked = 'data = ["我爱自然语言处理",  # lang-ok\n        "猫"]'
     assert "string '猫' is Chinese in the EN notebook" in _lesson_errors(tmp_path, unmarked)

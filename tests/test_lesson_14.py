@@ -131,7 +131,7 @@ def test_cost_widget_state_and_divisibility_message():
 def test_repository_cpu_tables_are_found():
     tables = l14.load_benchmark_results()
     cpu = [t for t in tables if t["device"] == "CPU"]
-    assert cpu, "benchmarks/results/cpu/attention.json is not read"
+    assert cpu, "course_lab/assets/results/cpu/attention.json is not read"
     slow = {r["T"]: r["written_ms"] / r["ours_ms"] for r in cpu[0]["mha"]}
     assert slow[512] > 3 and slow[2048] > 3.5                  # the figures the lesson quotes (3.1x ... 4.0x)
 
@@ -159,7 +159,7 @@ def test_merge_stats_is_the_tiling_update():
 
 
 def test_measured_figures_in_the_text_are_the_json_ones():
-    """The CPU speed figures the lesson quotes come from benchmarks/results/cpu/*.json, not from memory."""
+    """The CPU speed figures the lesson quotes come from course_lab/assets/results/cpu/*.json, not from memory."""
     text = (Path(__file__).resolve().parents[1] / "notebooks/source/14_going_fast.md").read_text()
     attention = next(t for t in l14.load_benchmark_results() if t["device"] == "CPU")
     slow = {r["T"]: r["written_ms"] / r["ours_ms"] for r in attention["mha"]}

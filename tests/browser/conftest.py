@@ -2,13 +2,14 @@
 
 What they need, beyond the course's own dependencies:
 
-* Debian's ``chromium`` (``apt-get install chromium``; or set ``COURSE_CHROMIUM`` to another Chromium binary).
-  Playwright's own browser download (``playwright install``) is *not* used.
+* Debian's ``chromium`` (or set ``COURSE_CHROMIUM`` to another Chromium binary). Playwright's own browser download
+  (``playwright install``) is *not* used.
 * the ``playwright`` Python package (in the ``dev`` extra);
-* for the slide tests, the npm packages of ``slides/`` (``npm ci --prefix slides``).
+* for the slide tests, the npm packages of ``slides/``.
 
-Without them the tests are skipped with the reason, except in CI (``CI`` set), where a missing piece is an error:
-CI installs all of them (``.ci/run``), so a skip there would hide a broken setup.
+``make browser-deps`` installs all of them. Without them the tests are skipped, and one line at the end of the run
+says why and names ``make browser-deps``; in CI (``CI`` set) a missing piece is an error instead: CI runs
+``make browser-deps`` first (``.ci/run``), so a skip there would hide a broken setup.
 """
 
 from __future__ import annotations
@@ -40,11 +41,25 @@ CHROMIUM_FLAGS = [
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 
 
+FIX = "run `make browser-deps`"
+
+
 def missing(reason: str):
-    """Skip locally; fail in CI, where everything the browser tests need is installed."""
+    """Skip locally (the run's summary says so once, see below); fail in CI, where make browser-deps installed it."""
     if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-        pytest.fail(f"{reason} (CI is set: .ci/run installs it, so this is a broken setup)", pytrace=False)
-    pytest.skip(reason)
+        pytest.fail(f"{reason} (CI is set: .ci/run runs make browser-deps, so this is a broken setup)", pytrace=False)
+    pytest.skip(f"{reason}: {FIX}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line for every browser test skipped for a missing piece, instead of one per test (shown only with -rs)."""
+    reasons = [report.longrepr[2].removeprefix("Skipped: ") for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, tuple) and report.longrepr[2].endswith(FIX)]
+    if reasons:
+        why = "; ".join(dict.fromkeys(r.removesuffix(f": {FIX}") for r in reasons))
+        terminalreporter.write_line(f"tests/browser: {len(reasons)} browser tests skipped ({why}): {FIX} (chromium, "
+                                    "an emoji font, slides/node_modules; or set COURSE_CHROMIUM), then make test again",
+                                    yellow=True)
 
 
 @pytest.fixture(scope="session")
@@ -66,9 +81,9 @@ def playwright_api():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        missing("the playwright Python package is not installed (pip install -e '.[dev]')")
+        missing("the playwright Python package is not installed")
     if chromium_path() is None:
-        missing("no Chromium found: install it (Debian/Ubuntu: apt-get install chromium) or set COURSE_CHROMIUM")
+        missing("no Chromium found")
     with sync_playwright() as api:
         yield api
 

@@ -50,7 +50,7 @@ def _deck_id(deck):
 def exported(tmp_path_factory, playwright_api, require):
     """Export all decks without execution, and EXECUTED_LESSON with it; returns their folders and the times."""
     if not (export_slides.NODE_MODULES / "reveal.js" / "package.json").is_file():
-        require("the slide assets are not installed: npm ci --prefix slides   (or: make slides)")
+        require("the slide decks' npm packages are not installed (slides/node_modules)")
     out = tmp_path_factory.mktemp("slides")
     times = {}
 

@@ -2,7 +2,7 @@
 widget and the exercise checks.
 
 The notebook loads all-MiniLM-L6-v2 into the course's own encoder and checks it; this module holds what would
-distract from that: the reference embeddings computed by sentence-transformers (``tests/fixtures/minilm``), the
+distract from that: the reference embeddings computed by sentence-transformers (``course_lab/assets/minilm``), the
 SST-2 subsets and the bag-of-words baseline, the plots, the widget and the checks of the students' exercises
 (they never raise, so the notebook always runs to the end).
 """
@@ -23,13 +23,14 @@ from course_utils.pooling import masked_mean
 from course_utils.wordpiece import UNK
 
 from ... import i18n, viz
+from ...assets import asset
 from .checks import check_cls_pool as check_cls_pool
 from .checks import check_mean_pool as check_mean_pool
 from .checks import check_symmetric_loss as check_symmetric_loss
 from .checks import check_wordpiece as check_wordpiece
 
-FIXTURE_DIR = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "minilm"
-RESULTS_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "cpu"   # measured on a 2-core CPU
+REFERENCE_DIR = asset("minilm")      # sentence-transformers' numbers (tools/make_minilm_fixtures.py)
+RESULTS_DIR = asset("results/cpu")   # measured on a 2-core CPU (benchmarks/finetune_minilm_sst2.py --json)
 
 # Pairs that mean the same in other words, one that only shares words, and a Chinese sentence that means the
 # same as the fourth: the model is English-only, which the heatmap shows.
@@ -106,12 +107,11 @@ def load_reference(folder: str | Path | None = None) -> dict:
 
     Returns ``{"sentences": [...], "input_ids": [[...]], "embeddings": (N, 384) tensor, "versions": {...}}``.
     """
-    folder = Path(folder) if folder is not None else FIXTURE_DIR
+    folder = Path(folder) if folder is not None else REFERENCE_DIR
     meta_path, emb_path = folder / "sentences.json", folder / "embeddings.npy"
     if not (meta_path.is_file() and emb_path.is_file()):
-        raise FileNotFoundError(f"the reference files are missing in {folder}: they come with the course's "
-                                "repository (tests/fixtures/minilm); run the notebook from a clone, or rebuild them "
-                                "with python tools/make_minilm_fixtures.py")
+        raise FileNotFoundError(f"the reference files are missing in {folder}: they ship with the course package "
+                                "(course_lab/assets/minilm); rebuild them with python tools/make_minilm_fixtures.py")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["embeddings"] = torch.from_numpy(np.load(emb_path))
     return meta
