@@ -346,7 +346,7 @@ def test_decoders_refuse_the_other_kind_of_model():
     with pytest.raises(TypeError, match="continue a GPT with generate"):
         greedy_decode(gpt, ids, 4, 1, 2)
     with pytest.raises(TypeError, match="continue a GPT with generate"):
-        beam_search(gpt, ids, max_len=4, bos_id=1, eos_id=2)
+        beam_search(gpt, ids, max_new_tokens=4, bos_id=1, eos_id=2)
     assert generate(gpt, ids, 2).shape == (1, 5)
 
 

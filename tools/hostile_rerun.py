@@ -476,7 +476,7 @@ def cases() -> list[Case]:
         Case("7", "N64", "generate(EncoderClassifier, ...)",
              lambda: generate(CLS, torch.ones(1, 3, dtype=torch.long), 2), says="decoder-only"),
         Case("7", "N65", "beam_search(gpt, ...)",
-             lambda: beam_search(GPT, torch.ones(1, 3, dtype=torch.long), max_len=4, bos_id=1, eos_id=2),
+             lambda: beam_search(GPT, torch.ones(1, 3, dtype=torch.long), max_new_tokens=4, bos_id=1, eos_id=2),
              says="generate"),
     ]
 

@@ -263,8 +263,8 @@ def build_translation_widget(model, src_tok, tgt_tok, number: int = 45_678, beam
 
     def render(number, text, layer, head):
         n = _parse_number(text, number)
-        greedy = translate(model, [n], src_tok, tgt_tok, "greedy", max_len=max_len)[0]
-        beam = translate(model, [n], src_tok, tgt_tok, "beam", beam_size=beam_size, max_len=max_len)[0]
+        greedy = translate(model, [n], src_tok, tgt_tok, "greedy", max_new_tokens=max_len)[0]
+        beam = translate(model, [n], src_tok, tgt_tok, "beam", beam_size=beam_size, max_new_tokens=max_len)[0]
         reference = target_text(n)
         attn = cross_attention(model, n, src_tok, tgt_tok, output=greedy)
         code = i18n.current_language()
