@@ -320,7 +320,7 @@ def _cached_chunk_logits(model, ids, n_prompt):
 
     cache = KVCache()
     model(ids[:, :n_prompt], cache=cache)
-    return model(ids[:, n_prompt:], cache=cache)
+    return model(ids[:, n_prompt:], cache=cache, extend=True)
 
 
 @pytest.mark.parametrize("n_new", [1, 4])
