@@ -9,8 +9,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from course_utils.pretrained import PretrainedNotFoundError
+from course_utils.pretrained import PretrainedNotFoundError, UnverifiedWeightsWarning
 from course_utils.pretrained.gpt2 import find_gpt2_dir, gpt2_from_config, load_gpt2, load_gpt2_weights
+from course_utils.safe_files import FileMismatchError
 
 transformers = pytest.importorskip("transformers")
 
@@ -46,8 +47,11 @@ def test_load_gpt2_reads_a_folder_and_says_how_to_get_missing_weights(tmp_path):
                if k != "lm_head.weight"}
     save_file(tensors, str(tmp_path / "model.safetensors"))
     ids = torch.randint(0, SMALL["vocab_size"], (1, 10))
-    with torch.no_grad():
-        torch.testing.assert_close(load_gpt2(tmp_path)(ids), ref(ids).logits, atol=1e-5, rtol=1e-5)
+    # not the official weights (known_files.GPT2): refused, unless loaded on purpose with verify=False
+    with pytest.raises(FileMismatchError, match="openai-community/gpt2/resolve/607a30d7.*/model.safetensors"):
+        load_gpt2(tmp_path)
+    with pytest.warns(UnverifiedWeightsWarning), torch.no_grad():
+        torch.testing.assert_close(load_gpt2(tmp_path, verify=False)(ids), ref(ids).logits, atol=1e-5, rtol=1e-5)
     with pytest.raises(PretrainedNotFoundError, match="huggingface-cli download gpt2"):
         find_gpt2_dir(tmp_path / "nowhere")
 

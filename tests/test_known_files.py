@@ -168,7 +168,7 @@ def test_course_models_are_checked_against_their_manifest(tmp_path):
 
     config = {"vocab_size": 16, "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "max_len": 8}
     save_course_model(tmp_path, "tiny", GPT(**config), kind="gpt", config=config,
-                      tokenizers={"text": CharTokenizer("abcdefg")}, metrics={}, seed=0, minutes=0.0)
+                      tokenizers={"text": CharTokenizer(list("abcdefg"))}, metrics={}, seed=0, minutes=0.0)
     assert load_course_model("tiny", tmp_path).manifest["name"] == "tiny"
     weights = tmp_path / "tiny.safetensors"
     data = bytearray(weights.read_bytes())

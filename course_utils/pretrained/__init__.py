@@ -5,7 +5,15 @@ tensor, an unfilled parameter or a shape mismatch is an error). ``load_minilm()`
 every file against the official sha256 of ``known_files`` first, whatever the source (docs/pretrained.md)."""
 
 from .bert import BertConfig, BertEmbeddings, BertEncoder, BertPooler, SentenceClassifier, SentenceEncoder
-from .known_files import KNOWN_MODELS, MINILM, KnownFile, KnownModel, UnverifiedWeightsWarning, check_model_files
+from .known_files import (
+    GPT2,
+    KNOWN_MODELS,
+    MINILM,
+    KnownFile,
+    KnownModel,
+    UnverifiedWeightsWarning,
+    check_model_files,
+)
 from .loading import (
     PACKAGE,
     PIP_NAME,
@@ -19,5 +27,5 @@ from .loading import (
 
 __all__ = ["BertConfig", "BertEmbeddings", "BertEncoder", "BertPooler", "SentenceClassifier", "SentenceEncoder",
            "PACKAGE", "PIP_NAME", "PretrainedNotFoundError", "find_minilm_dir", "hf_cache_snapshots", "key_mapping",
-           "load_bert_weights", "load_minilm", "KNOWN_MODELS", "MINILM", "KnownFile", "KnownModel",
+           "load_bert_weights", "load_minilm", "KNOWN_MODELS", "MINILM", "GPT2", "KnownFile", "KnownModel",
            "UnverifiedWeightsWarning", "check_model_files"]

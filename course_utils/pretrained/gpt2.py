@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 
 from ..models import GPT
 from ..tokenizers import read_json_file
+from .known_files import GPT2, check_model_files, warn_unverified
 from .loading import PretrainedNotFoundError
 
 _CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # (in, out) storage: transpose
@@ -64,9 +65,11 @@ def load_gpt2_weights(model: GPT, tensors: dict[str, torch.Tensor]) -> list[dict
     return report
 
 
-def find_gpt2_dir(path: str | os.PathLike | None = None) -> Path:
+def find_gpt2_dir(path: str | os.PathLike | None = None, *, verify: bool = True) -> Path:
     """``path``, else the Hugging Face cache's newest ``gpt2`` snapshot: a folder with config.json and
-    model.safetensors. PretrainedNotFoundError says how to get them."""
+    model.safetensors. PretrainedNotFoundError says how to get them. With ``verify`` the weights must be the official
+    ones (``known_files.GPT2``: size and sha256, else FileMismatchError); ``verify=False`` loads another GPT-2-shaped
+    checkpoint on purpose, with an UnverifiedWeightsWarning."""
     if path is not None:
         candidates = [Path(path)]
     else:
@@ -74,13 +77,17 @@ def find_gpt2_dir(path: str | os.PathLike | None = None) -> Path:
         candidates = sorted((hub.expanduser() / "models--gpt2" / "snapshots").glob("*"), key=os.path.getmtime)[::-1]
     for folder in candidates:
         if all((folder / n).is_file() for n in ("config.json", "model.safetensors")):
-            return folder
+            if not verify:
+                warn_unverified(folder, GPT2)
+                return folder
+            return check_model_files(folder, GPT2, remedy=f"Download the official file ({GET_GPT2}), or load these "
+                                                          "weights on purpose: verify=False")
     raise PretrainedNotFoundError(f"no GPT-2 weights in {path or 'the Hugging Face cache'}: {GET_GPT2}")
 
 
-def load_gpt2(path: str | os.PathLike | None = None) -> GPT:
+def load_gpt2(path: str | os.PathLike | None = None, *, verify: bool = True) -> GPT:
     """GPT-2 (124M for ``gpt2``) in the course's ``GPT``, in eval mode on the CPU; see ``find_gpt2_dir``."""
-    folder = find_gpt2_dir(path)
+    folder = find_gpt2_dir(path, verify=verify)
     model = gpt2_from_config(read_json_file(folder / "config.json", "GPT-2 configuration"))
     load_gpt2_weights(model, load_file(str(folder / "model.safetensors"), device="cpu"))
     return model.eval()

@@ -10,7 +10,7 @@ Hashing goes through :func:`~course_utils.safe_files.file_sha256`: once per file
 and mtime stay the same, so only the first load pays (about 0.2 s for MiniLM's 91 MB).
 
 The course's own trained models (:mod:`.course_models`) are checked the same way, against the size and sha256
-that their manifests record. GPT-2 gets a row here when a loader for it lands.
+that their manifests record.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from ..safe_files import verify_file
 
-__all__ = ["KnownFile", "KnownModel", "KNOWN_MODELS", "MINILM", "UnverifiedWeightsWarning", "check_model_files",
-           "warn_unverified"]
+__all__ = ["KnownFile", "KnownModel", "KNOWN_MODELS", "MINILM", "GPT2", "UnverifiedWeightsWarning",
+           "check_model_files", "warn_unverified"]
 
 
 class UnverifiedWeightsWarning(UserWarning):
@@ -94,7 +94,20 @@ MINILM = KnownModel(
     ),
 )
 
-KNOWN_MODELS: dict[str, KnownModel] = {MINILM.name: MINILM}
+# openai-community/gpt2 (the Hub's "gpt2"), lesson 13's GPT-2 slide (course_utils.pretrained.gpt2). The sha256 is
+# upstream's Git LFS id of model.safetensors at revision 607a30d7 (what huggingface.co sends as x-linked-etag, with
+# x-linked-size 548105171, as recorded by independent public projects that pin that revision; huggingface.co itself
+# was not reachable here). config.json (it only gives the sizes, which the strict loader checks against every
+# tensor) is not pinned: no upstream id of it could be confirmed.
+GPT2 = KnownModel(
+    name="gpt2",
+    repo="openai-community/gpt2",
+    revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
+    files=(KnownFile("model.safetensors", 548_105_171,
+                     "248dfc3911869ec493c76e65bf2fcf7f615828b0254c12b473182f0f81d3a707"),),
+)
+
+KNOWN_MODELS: dict[str, KnownModel] = {MINILM.name: MINILM, GPT2.name: GPT2}
 
 
 def check_model_files(folder: str | os.PathLike, model: KnownModel, *, remedy: str) -> Path:
