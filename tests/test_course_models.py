@@ -133,10 +133,10 @@ def test_the_gpt_beats_the_five_gram_level_on_a_slice_of_the_held_out_text():
     model, tokenizers, m = load_course_model("gpt_shakespeare", ROOT)
     assert tokenizers["chars"].itos == tok.itos
     block = model.max_len
-    ids = val_ids[: 32 * block + 1]
-    x, y = ids[:-1].view(32, block), ids[1:].view(32, block)
+    ids = val_ids[: 128 * block + 1]  # a slice of 16k characters: slices differ by about ±0.1
+    x, y = ids[:-1].view(128, block), ids[1:].view(128, block)
     nll = F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
-    assert abs(nll - m["metrics"]["val_loss"]) < 0.15, (nll, m["metrics"])
+    assert abs(nll - m["metrics"]["val_loss"]) < 0.2, (nll, m["metrics"])
     assert nll < 1.75  # below the best add-k n-gram of lesson 11 (about 1.76 over the whole validation text)
 
 
