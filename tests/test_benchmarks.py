@@ -75,8 +75,8 @@ def test_translation_benchmark(tmp_path, monkeypatch):
     out = tmp_path / "translation.json"
     with pytest.warns(UserWarning, match="bundled sample"):
         _script("train_translation").main(["--minutes", "0.01", "--steps", "3", "--d-model", "16", "--heads", "2",
-                                           "--layers", "1", "--d-ff", "32", "--heldout", "random", "--n-test", "20", "--beam", "2",
-                                           "--data-dir", str(tmp_path / "data"), "--json", str(out)])
+                                           "--layers", "1", "--d-ff", "32", "--heldout", "random", "--n-test", "20",
+                                           "--beam", "2", "--data-dir", str(tmp_path / "data"), "--json", str(out)])
     result = json.loads(out.read_text())
     assert result["steps"] == 3 and result["test_sentences"] == 20 and not result["real_data"]
     assert 0.0 <= result["bleu"] <= 100.0 and 0.0 <= result["baseline_nearest_neighbour"]["bleu"] <= 100.0

@@ -401,7 +401,7 @@ def test_watching_sees_every_alias_and_every_route_to_a_class():
     import torch.nn.functional as F
 
     import course_utils
-    import course_utils.attention
+    import course_utils.multihead
 
     layer = course_utils.MultiHeadAttention(8, 2)
     with ex.watching(_vectorised, [(torch, "softmax")]) as calls:
@@ -410,7 +410,7 @@ def test_watching_sees_every_alias_and_every_route_to_a_class():
     with ex.watching(_vectorised, [(F, "layer_norm")]) as calls:
         torch.nn.functional.layer_norm(torch.ones(2, 4), (4,))
     assert calls == ["layer_norm"]
-    with ex.watching(_vectorised, [(course_utils.attention, "MultiHeadAttention")]) as calls:
+    with ex.watching(_vectorised, [(course_utils.multihead, "MultiHeadAttention")]) as calls:
         type(layer)(8, 2)                                  # built through the instance's class
         course_utils.EncoderLayer(8, 2, 16)                # built inside another class
     assert calls == ["MultiHeadAttention"] * 2

@@ -278,8 +278,8 @@ def test_check_hints(capsys):
     assert "-inf" in capsys.readouterr().out
     l09.check_prepend_cls(cls_at_the_end)
     assert "goes in front" in capsys.readouterr().out
-    l09.check_prepend_cls(cls_overwrites)
-    assert "overwrote the first token" in capsys.readouterr().out
+    l09.check_prepend_cls(cls_overwrites)  # in place: refused before its result is even compared
+    assert "changed its input in place" in capsys.readouterr().out
     l09.check_prepend_cls(cls_drops_the_last)
     assert "(3, 7)" in capsys.readouterr().out
     l09.check_majority_baseline(baseline_peeking)

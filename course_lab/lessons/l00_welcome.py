@@ -269,16 +269,10 @@ def check_device_choice(my_device: Callable[[], str], lang: str | None = None) -
 
 def _mha_classes() -> list:
     import course_utils
-    import course_utils.attention
+    import course_utils.multihead
 
-    targets = [(course_utils, "MultiHeadAttention"), (course_utils.attention, "MultiHeadAttention"),
-               (torch.nn, "MultiheadAttention")]
-    try:
-        import course_utils.multihead
-        targets.append((course_utils.multihead, "MultiHeadAttention"))
-    except ImportError:   # older layout: the class lives in attention.py only
-        pass
-    return targets
+    return [(course_utils, "MultiHeadAttention"), (course_utils.multihead, "MultiHeadAttention"),
+            (torch.nn, "MultiheadAttention")]
 
 
 @never_raises
