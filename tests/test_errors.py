@@ -372,16 +372,17 @@ def test_seq2seq_decode_into_a_used_cache_needs_extend():
     assert model.decode(torch.ones(2, 2, dtype=torch.long), memory, src_mask, cache, extend=True).shape == (2, 2, 10)
 
 
-def test_translate_texts_caps_the_output_at_the_models_length():
-    from course_lab.lessons.l10_seq2seq import tatoeba
+def test_translate_caps_the_output_at_the_models_length():
+    from course_utils.decoding import translate
     from course_utils.tokenizers import WordTokenizer
     texts = ["go away " * 10, "hi"]
     src, tgt = WordTokenizer.from_texts(texts), WordTokenizer.from_texts(["走 开"])
     model = Transformer(src.vocab_size, tgt.vocab_size, d_model=8, n_heads=2, n_encoder_layers=1,
                         n_decoder_layers=1, d_ff=16, max_len=40)
     assert 2 * len(src.encode(texts[0])) + 10 > model.max_len  # the old cap asked for more than the table holds
-    out = tatoeba.translate_texts(model, texts, src, tgt)
-    assert len(out) == 2 and all(isinstance(s, str) for s in out)
+    for method in ("greedy", "beam"):
+        out = translate(model, texts, src, tgt, method=method, beam_size=2)
+        assert len(out) == 2 and all(isinstance(s, str) for s in out)
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.9, 1.0])

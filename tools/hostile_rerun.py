@@ -213,13 +213,13 @@ def sample_greedy(tau):
 
 
 def translate(method):
-    from course_lab.lessons.l10_seq2seq import tatoeba
+    from course_utils.decoding import translate as decode_texts
     texts = ["go away " * 10, "come here", "i see"]
     src = WordTokenizer.from_texts(texts)
     tgt = WordTokenizer.from_texts(["走 开", "来 这 里"])
     model = cu.Transformer(src.vocab_size, tgt.vocab_size, d_model=8, n_heads=2, n_encoder_layers=1,
                            n_decoder_layers=1, d_ff=16, max_len=40)  # 2 × 20 source tokens + 10 > 40
-    out = tatoeba.translate_texts(model, texts, src, tgt, method=method, beam_size=2)
+    out = decode_texts(model, texts, src, tgt, method=method, beam_size=2)
     return len(out) == 3 and all(isinstance(s, str) for s in out)
 
 
@@ -425,9 +425,9 @@ def cases() -> list[Case]:
              lambda t: torch.equal(t, generate(GPT, torch.zeros(1, 2, dtype=torch.long), 4, temperature=0.0))),
         Case("5", "N66", "sampling_distribution(logits (2, 0))", lambda: sampling_distribution(torch.zeros(2, 0)),
              says="V >= 1"),
-        Case("5", "R19", "tatoeba.translate_texts(model max_len=40, 'go away ' * 10), greedy",
+        Case("5", "R19", "decoding.translate(model max_len=40, 'go away ' * 10), greedy",
              lambda: translate("greedy"), bool),
-        Case("5", "N51", "tatoeba.translate_texts(..., method='beam')", lambda: translate("beam"), bool),
+        Case("5", "N51", "decoding.translate(..., method='beam')", lambda: translate("beam"), bool),
         # ---- class 6: data that changed silently
         Case("6", "R4", "load_tatoeba_cmn on a cmn.txt cut at a line boundary", lambda: cmn(FULL_CMN[:25], 40),
              warned_counts(25, 40)),
