@@ -14,8 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "course_models"
 LESSONS = {"sst2_classifier": "09", "translator_en_zh": "10", "gpt_shakespeare": "11", "mlm_shakespeare": "12"}
-HEADERS = {"en": "| lesson | model | held-out result (manifest) | baseline, same data | made by | on |",
-           "zh": "| 课 | 模型 | 留出数据上的结果（清单文件） | 同一数据上的基线 | 训练命令 | 训练环境 |"}
+HEADERS = {"en": "| model | lesson | held-out result (manifest) | baseline, same data | made by | on |",
+           "zh": "| 模型 | 课 | 留出数据上的结果（清单文件） | 同一数据上的基线 | 训练命令 | 训练环境 |"}
 
 
 TEMPLATES = {  # kind -> (result, baseline) in each language, filled from the manifest's metrics
@@ -46,7 +46,7 @@ def table(lang: str) -> str:
         ours, baseline = result(m, lang)
         where = (f"{m['device']}，{m['threads']} 个线程，{m['minutes']:.0f} 分钟" if lang == "zh"
                  else f"{m['device']}, {m['threads']} threads, {m['minutes']:.0f} min")
-        lines.append(f"| {lesson} | `{name}` | {ours} | {baseline} | `{m['command']}` | {where} |")
+        lines.append(f"| `{name}` | {lesson} | {ours} | {baseline} | `{m['command']}` | {where} |")
     return "\n".join(lines)
 
 
