@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from course_utils.masks import padding_mask
 
 from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed
-from . import TARGET_CHARS, make_tokenizers, source_text
+from .numbers import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
 
