@@ -31,15 +31,6 @@ from .checks import check_min_p as check_min_p
 from .checks import check_top_p as check_top_p
 from .checks import min_p_filter as min_p_filter
 
-# Characters that would be invisible on an axis: shown by a visible stand-in.
-_VISIBLE = {"\n": "↵", " ": "' '", "\t": "⇥"}
-
-
-def show_char(token: str) -> str:
-    """A printable label for one character token (newline → ↵, space → ' ')."""
-    return _VISIBLE.get(token, token)
-
-
 # ------------------------------------------------------------------------------------------------------------
 # Sampling
 # ------------------------------------------------------------------------------------------------------------
@@ -81,7 +72,7 @@ def _render_sampling(model, tok, n_new: int, n_show: int, prompt: str, temperatu
     g = torch.Generator().manual_seed(int(seed))
     out = generate(model, ids, n_new, temperature=float(temperature), top_k=top_k or None, generator=g)
     continuation = tok.decode(out[0, ids.size(1):])
-    labels = [show_char(tok.itos[i]) for i in order]
+    labels = [viz.show_token(tok.itos[i]) for i in order]
 
     fig = viz.new_figure((9, 5.6))
     ax, ax_text = fig.subplots(2, 1, height_ratios=[3, 2])
