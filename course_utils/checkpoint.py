@@ -20,6 +20,7 @@ from torch import nn
 
 from .rng import get_rng_state, set_rng_state
 from .safe_files import crc_problem, defer_interrupts, fsync_directory, remove_stale_temps, torch_reason, write_atomic
+from .validation import check_file_path, check_optimizer
 
 __all__ = ["CheckpointError", "save_checkpoint", "load_checkpoint", "get_rng_state", "set_rng_state",
            "defer_interrupts"]
@@ -71,9 +72,7 @@ def _check_parts(model: Any, optimizer: Any, scheduler: Any) -> None:
     """Refuse a non-Module model, a non-Optimizer optimizer (a model there saved its weights as optimizer state)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}: pass the model itself")
-    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}: pass the "
-                        "optimizer (e.g. torch.optim.AdamW(model.parameters())), or leave it out")
+    check_optimizer(optimizer)
     if scheduler is not None and (isinstance(scheduler, (nn.Module, torch.optim.Optimizer))
                                   or not hasattr(scheduler, "state_dict")):
         raise TypeError(f"scheduler must be a learning-rate scheduler (torch.optim.lr_scheduler), got "
@@ -103,9 +102,7 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
     if extra is not None and not isinstance(extra, dict):
         raise TypeError(f"extra must be a dict of plain values, got {type(extra).__name__}")
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"checkpoint path {path} is a directory: pass a file name like {path / 'last.pt'}")
+    path = check_file_path(path, "checkpoint path")
     history = history.to_dict() if hasattr(history, "to_dict") else history
     payload = {"format": FORMAT, "step": step, "model": _plain(_unwrap(model).state_dict(), "the model's state_dict")}
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):

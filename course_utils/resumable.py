@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .history import History
 from .safe_files import defer_interrupts
-from .validation import check_int
+from .validation import check_file_path, check_int
 
 
 class Resumable:
@@ -31,10 +30,7 @@ class Resumable:
             ipython = sys.modules.get("IPython") if "ipykernel" in sys.modules else None  # nbval: no kernel
             kernel = getattr(ipython and ipython.get_ipython(), "kernel", None)
             on_interrupt = "return" if kernel is not None else "raise"
-        self.path = Path(path) if path is not None else None
-        if self.path is not None and self.path.is_dir():
-            raise ValueError(f"checkpoint_path {self.path} is a directory: pass a file name like "
-                             f"{self.path / 'last.pt'}")
+        self.path = check_file_path(path) if path is not None else None
         self.resuming = self.path is not None and resume and self.path.exists()
         self.on_interrupt, self.last_saved = on_interrupt, 0
 

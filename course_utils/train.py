@@ -25,7 +25,7 @@ from .resumable import Resumable
 from .rng import seed_everything
 from .safe_files import defer_interrupts
 from .schedules import cosine_schedule, inverse_sqrt_schedule
-from .validation import check_int, is_real_number
+from .validation import check_int, check_optimizer, is_real_number
 
 __all__ = ["pick_device", "seed_everything", "move_to_device", "History", "TrainingDiverged", "fit", "param_groups",
            "inverse_sqrt_schedule", "cosine_schedule", "save_checkpoint", "load_checkpoint", "CheckpointError"]
@@ -150,8 +150,7 @@ def _check_optimizer_options(optimizer, lr, clip_grad, amp) -> None:
         raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
     if optimizer is None and not (is_real_number(lr) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
-    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    check_optimizer(optimizer)
     bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))] if optimizer else []
     if bad_lr:
         raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")

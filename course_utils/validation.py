@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from pathlib import Path
 
 import torch
 
@@ -28,6 +29,22 @@ def _compiling() -> bool:
 def reads_values(x: torch.Tensor) -> bool:
     """May a check read ``x``'s values here? (CPU: yes; CUDA/MPS: only in strict mode; meta / compiling: no.)"""
     return x.device.type != "meta" and not _compiling() and (x.device.type == "cpu" or _STRICT)
+
+
+def check_optimizer(optimizer) -> None:
+    """Refuse what is not a ``torch.optim.Optimizer`` (a model passed there would save its weights as optimizer
+    state). ``None`` passes: the caller's default applies."""
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}: pass the "
+                        "optimizer (e.g. torch.optim.AdamW(model.parameters())), or leave it out")
+
+
+def check_file_path(path, name: str = "checkpoint_path"):
+    """``path`` as a ``Path``; a directory is refused (a file name inside it is what was meant)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{name} {path} is a directory: pass a file name like {path / 'last.pt'}")
+    return path
 
 
 def check_tensor(x, name: str) -> torch.Tensor:
