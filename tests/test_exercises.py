@@ -420,15 +420,6 @@ def test_watching_sees_every_alias_and_every_route_to_a_class():
 
 # --- no public name in course_lab computes an exercise's answer (issue 21 §4) ------------------------------------
 
-# Still public, used by the lesson's prose before its exercise or by another developer's lessons (09, 10 are being
-# rewritten in parallel): each must become private. The test fails when a name is fixed (remove it here) or added.
-STILL_PUBLIC = {("l09_classifier", "early_stop"), ("l09_classifier", "prepend_cls"),
-                ("l09_classifier", "majority_baseline"), ("l09_classifier", "masked_max_pool"),
-                ("l10_seq2seq", "exact_match"), ("l10_seq2seq", "smoothed_targets"),
-                ("l10_seq2seq", "encode_without_positions"), ("l10_seq2seq", "cross_attention"),
-                ("l14_fast", "attention_weights_bytes")}
-
-
 def _exercise_stub_names() -> set[str]:
     """The functions the lessons ask the student to write: ``def name(...)`` in a cell that raises
     NotImplementedError."""
@@ -453,7 +444,59 @@ def test_no_public_name_in_course_lab_is_an_exercise_stub():
     for info in pkgutil.iter_modules(lessons_pkg.__path__):
         module = importlib.import_module(f"course_lab.lessons.{info.name}")
         found |= {(info.name, name) for name in stubs if hasattr(module, name)}
-    assert found == STILL_PUBLIC, (sorted(found - STILL_PUBLIC), sorted(STILL_PUBLIC - found))
+    assert not found, f"public names that are exercise stubs (make them private): {sorted(found)}"
     for lesson in ("l05_masking", "l07_encoder_decoder"):    # their reference solutions are private
         module = importlib.import_module(f"course_lab.lessons.{lesson}")
         assert not [n for n in vars(module) if n.startswith("reference_")], lesson
+
+
+# --- no public function of course_lab passes a check (issue 21 §4, by behaviour) -------------------------------
+
+_NOT_ANSWERS = ("build_", "plot_", "render_", "load_", "print_", "show_", "save_")   # figures, widgets, files
+
+
+def _public_functions() -> list[tuple[str, object]]:
+    """Every public function the student can reach in course_lab: its modules and every lesson's names."""
+    import course_lab
+
+    modules = [course_lab] + [importlib.import_module(f"course_lab.{m.name}")
+                              for m in pkgutil.iter_modules(course_lab.__path__) if m.name != "lessons"]
+    modules += [importlib.import_module(f"course_lab.lessons.{m.name}")
+                for m in pkgutil.iter_modules(lessons_pkg.__path__)]
+    found = {}
+    for module in modules:
+        for name, fn in vars(module).items():
+            if (inspect.isfunction(fn) and not name.startswith(("_", "check_")) and not name.startswith(_NOT_ANSWERS)
+                    and fn.__module__.startswith("course_lab") and fn.__module__ != ex.__name__):
+                found.setdefault(id(fn), (f"{module.__name__.split('.')[-1]}.{name}", fn))
+    return sorted(found.values(), key=lambda pair: pair[0])
+
+
+def _takes(fn, n: int) -> bool:
+    try:
+        inspect.signature(fn).bind(*range(n))
+        return True
+    except TypeError:
+        return False
+
+
+def _positional_count(fn) -> int:
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in kinds for p in inspect.signature(fn).parameters.values())
+
+
+PUBLIC = _public_functions()
+AS_ANSWER = [pytest.param(lesson, a, id=f"{lesson}.{a.check}")
+             for lesson, answers in ALL_ANSWERS.items() for a in answers]
+
+
+@pytest.mark.parametrize("lesson, answer", AS_ANSWER)
+def test_no_public_function_of_course_lab_passes_a_check(lesson, answer, monkeypatch, capsys):
+    """Every public function of course_lab whose signature fits the exercise's is handed to its check as the
+    answer: none may pass (an answer helper would, whatever its name)."""
+    monkeypatch.setattr(ex, "TIME_LIMIT_S", 3.0)
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), answer.check)
+    n = _positional_count(answer.correct)
+    passed_ = [name for name, fn in PUBLIC if _takes(fn, n) and check(fn, *answer.args)]
+    capsys.readouterr()
+    assert not passed_, f"{answer.check} accepts the public course_lab function(s) {passed_}: make them private"

@@ -37,10 +37,10 @@ def test_base_model_counts():
     assert l07.measured_breakdown(base) == l07.parameter_breakdown(share_embeddings=True, tie_output=True)
     untied = l07.build_base_model(share_embeddings=False, tie_output=False)
     assert sum(p.numel() for p in untied.parameters()) == 63_119_496 + 2 * 37000 * 512
-    assert l07.decoder_layer_params(512, 2048) == 8 * 512 ** 2 + 2 * 512 * 2048 + 2048 + 15 * 512
+    assert l07._decoder_layer_params(512, 2048) == 8 * 512 ** 2 + 2 * 512 * 2048 + 2048 + 15 * 512
     with torch.device("meta"):
         layer = cu.DecoderLayer(512, 8, 2048)
-    assert sum(p.numel() for p in layer.parameters()) == l07.decoder_layer_params(512, 2048)
+    assert sum(p.numel() for p in layer.parameters()) == l07._decoder_layer_params(512, 2048)
 
 
 def test_breakdown_does_not_depend_on_heads_and_validates():
@@ -248,7 +248,7 @@ def test_check_decoder_layer_refuses_the_library_layer(capsys):
 
 def test_check_lean_decoder_layer_params(capsys):
     assert l07.check_lean_decoder_layer_params(l07._lean_decoder_layer_params) is True
-    assert l07.check_lean_decoder_layer_params(l07.decoder_layer_params) is False
+    assert l07.check_lean_decoder_layer_params(l07._decoder_layer_params) is False
     assert "biases" in capsys.readouterr().out
     assert l07.check_lean_decoder_layer_params(lambda d, f: l07._lean_decoder_layer_params(d, f) + 3 * d) is False
     assert "no β" in capsys.readouterr().out

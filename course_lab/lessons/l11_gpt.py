@@ -251,7 +251,7 @@ def _filter_targets() -> list:
     here = sys.modules[__name__]
     return [(sampling, "top_k_filter"), (sampling, "top_p_filter"), (sampling, "sampling_distribution"),
             (sampling, "sample_next"), (here, "top_k_filter"), (here, "top_p_filter"),
-            (here, "sampling_distribution"), (here, "min_p_filter")]
+            (here, "sampling_distribution"), (here, "_min_p_filter")]
 
 
 def _called_a_filter(calls) -> bool:
@@ -266,7 +266,7 @@ def _returned_probabilities(got) -> bool:
     return bool((got >= 0).all()) and torch.allclose(got.float().sum(-1), torch.ones(got.shape[:-1]), atol=1e-4)
 
 
-def min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
+def _min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
     """min-p filtering: keep the tokens whose probability is at least ``p_base`` times the best one's."""
     probs = torch.softmax(logits.float(), dim=-1)
     threshold = p_base * probs.amax(dim=-1, keepdim=True)
@@ -277,7 +277,7 @@ def min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
 def check_min_p(fn) -> bool:
     """Exercise 2: ``fn(logits, p_base)`` keeps the tokens with probability ≥ p_base · (the largest probability).
 
-    Calling a ready-made filter (``course_utils.sampling``, or this module's ``min_p_filter``) is the shortcut ruled
+    Calling a ready-made filter (``course_utils.sampling``, or this module's reference) is the shortcut ruled
     out; an absolute threshold (probability ≥ p_base) is the common mistake min-p improves on.
     """
     fixed = torch.log(torch.tensor([[0.4, 0.3, 0.2, 0.06, 0.04], [0.9, 0.05, 0.03, 0.01, 0.01]]))
@@ -295,7 +295,7 @@ def check_min_p(fn) -> bool:
         problem = type_problem(got, logits.shape)
         if problem is not None:
             return fail(f"p_base = {p_base}: {problem[0]}", f"p_base = {p_base}：{problem[1]}")
-        want = min_p_filter(logits, p_base)
+        want = _min_p_filter(logits, p_base)
         kept, kept_want = torch.isfinite(got), torch.isfinite(want)
         if torch.equal(kept, kept_want) and torch.equal(got[kept], want[kept]):
             continue

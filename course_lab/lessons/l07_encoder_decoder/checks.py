@@ -11,7 +11,7 @@ import torch
 from course_utils.masks import padding_mask
 
 from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed, watching
-from . import decoder_layer_params
+from . import _decoder_layer_params
 
 
 def _decoder_case(seed: int = 7, norm_first: bool = True):
@@ -127,7 +127,7 @@ def check_lean_decoder_layer_params(fn) -> bool:
             want = sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff, bias=False, norm="rms").parameters())
         if got != want:
             hint_en, hint_zh = "", ""
-            if got == decoder_layer_params(d_model, d_ff):
+            if got == _decoder_layer_params(d_model, d_ff):
                 hint_en = " That is the lesson's layer, with biases and LayerNorm β: this one has neither."
                 hint_zh = "这是正文里那个带偏置和层归一化 β 的层：这里两者都没有。"
             elif got == want + 3 * d_model:
@@ -135,7 +135,7 @@ def check_lean_decoder_layer_params(fn) -> bool:
                 hint_zh = "RMSNorm 只有增益 γ，没有 β。"
             return fail(f"For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
                         f"d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
-    share = {d: 1 - _lean_decoder_layer_params(d, f) / decoder_layer_params(d, f) for d, f in ((32, 64), (512, 2048))}
+    share = {d: 1 - _lean_decoder_layer_params(d, f) / _decoder_layer_params(d, f) for d, f in ((32, 64), (512, 2048))}
     return passed(f"Correct: 8·d² + 2·d·d_ff + 3·d. The biases and β (12·d + d_ff) are {share[32]:.1%} of the "
                   f"lesson's layer (d = 32, d_ff = 64) and {share[512]:.2%} at d = 512, d_ff = 2048.",
                   f"正确：8·d² + 2·d·d_ff + 3·d。偏置和 β（12·d + d_ff 个）在正文的层（d = 32、d_ff = 64）里占 "

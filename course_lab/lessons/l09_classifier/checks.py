@@ -22,7 +22,7 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     return (logits.argmax(dim=-1) == labels).float().mean().item()
 
 
-def masked_max_pool(h: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+def _masked_max_pool(h: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Reference of exercise 1: the largest value of each channel over the real positions, ``(B, T, C) -> (B, C)``."""
     return h.masked_fill(~keep[..., None], float("-inf")).amax(dim=1)
 
@@ -42,7 +42,7 @@ def check_max_pool(fn) -> bool:
     ok, got = attempt(fn, h.clone(), keep.clone())
     if not ok or not is_tensor(got, (3, 4), "pooled", "池化结果"):
         return False
-    want = masked_max_pool(h, keep)
+    want = _masked_max_pool(h, keep)
     got = got.detach().float()
     if torch.allclose(got, want):
         return passed("Correct: padding can never win the max, whatever it holds.",
@@ -59,7 +59,7 @@ def check_max_pool(fn) -> bool:
                 f"数值不对（最大差值 {err:.3g}）：应在 dim=1（位置维度）上取最大值。")
 
 
-def prepend_cls(ids: torch.Tensor, cls_id: int) -> torch.Tensor:
+def _prepend_cls(ids: torch.Tensor, cls_id: int) -> torch.Tensor:
     """Reference of exercise 2: ``cls_id`` inserted in front of every row, ``(B, T) -> (B, T + 1)``."""
     return torch.cat([torch.full((ids.size(0), 1), cls_id, dtype=ids.dtype), ids], dim=1)
 
@@ -86,14 +86,14 @@ def check_prepend_cls(fn) -> bool:
                     "padding, at a different position in every row.",
                     "[CLS] 要放在最前面：pool='cls' 读取的是第 0 个位置。放在末尾的话，它还会落在填充之后，"
                     "每一行的位置都不一样。")
-    if not torch.equal(got, prepend_cls(ids, cls_id)):
+    if not torch.equal(got, _prepend_cls(ids, cls_id)):
         return fail("Not yet: row b must be [cls_id, ids[b, 0], ..., ids[b, T-1]], padding still at the end.",
                     "还不对：第 b 行应为 [cls_id, ids[b, 0], ..., ids[b, T-1]]，填充仍然在末尾。")
     return passed("Correct: every row starts with [CLS] and keeps all its tokens. Now run the experiment below.",
                   "正确：每一行都以 [CLS] 开头，并保留了全部词元。现在运行下面的实验。")
 
 
-def majority_baseline(train_labels: Sequence[int], eval_labels: Sequence[int]) -> float:
+def _majority_baseline(train_labels: Sequence[int], eval_labels: Sequence[int]) -> float:
     """Reference of exercise 3: accuracy on ``eval_labels`` of always predicting the most common training label."""
     train_labels, eval_labels = list(map(int, train_labels)), list(map(int, eval_labels))
     if not train_labels or not eval_labels:
@@ -113,7 +113,7 @@ def check_majority_baseline(fn) -> bool:
         ok, got = attempt(fn, list(train), list(dev))
         if not ok:
             return False
-        want = majority_baseline(train, dev)
+        want = _majority_baseline(train, dev)
         problem = number_problem(got, want, rel=1e-6)
         if problem is None:
             continue
@@ -129,7 +129,7 @@ def check_majority_baseline(fn) -> bool:
                   "正确：任何分类器的准确率只有超过这个数，才有意义。")
 
 
-def early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
+def _early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
     """Reference of exercise 4: ``(stop, keep)``, the evaluation at which early stopping ends training (the first
     one after ``patience`` evaluations in a row without a new best; the last one if that never happens) and the
     evaluation whose weights it keeps (the best seen up to ``stop``)."""
@@ -159,7 +159,7 @@ def check_early_stop(fn) -> bool:
         ok, got = attempt(fn, list(losses), patience)
         if not ok:
             return False
-        want = early_stop(losses, patience)
+        want = _early_stop(losses, patience)
         try:
             got = tuple(int(v) for v in got)
         except (TypeError, ValueError):

@@ -18,7 +18,7 @@ from . import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
 
-def shift_right(tgt_out: torch.Tensor, bos_id: int, eos_id: int, pad_id: int) -> torch.Tensor:
+def _shift_right(tgt_out: torch.Tensor, bos_id: int, eos_id: int, pad_id: int) -> torch.Tensor:
     """Reference: labels ``y <eos> <pad>…`` ``(B, T)`` → decoder input ``<bos> y <pad>…`` ``(B, T)``."""
     shifted = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
     return shifted.masked_fill(shifted == eos_id, pad_id)
@@ -47,7 +47,7 @@ def check_shift_right(fn) -> bool:
     ok, got = attempt(fn, tgt_out.clone(), 2, 3, 0)
     if not ok or not is_tensor(got, tgt_out.shape, "tgt_in (the shape of tgt_out)", "tgt_in（与 tgt_out 形状相同）"):
         return False
-    want = shift_right(tgt_out, 2, 3, 0)
+    want = _shift_right(tgt_out, 2, 3, 0)
     if torch.equal(got, want):
         return passed("Correct: every row starts with <bos>, and position i reads y_<i to predict y_i.",
                       "正确：每一行都以 <bos> 开头，位置 i 读入 y_<i，去预测 y_i。")
@@ -72,7 +72,7 @@ def _strip(row: list[int], eos_id: int, pad_id: int) -> list[int]:
     return [t for t in row if t != pad_id]
 
 
-def exact_match(pred: torch.Tensor, ref: torch.Tensor, eos_id: int, pad_id: int) -> float:
+def _exact_match(pred: torch.Tensor, ref: torch.Tensor, eos_id: int, pad_id: int) -> float:
     """Reference: fraction of rows whose tokens before the first ``<eos>`` (padding dropped) are identical."""
     rows = [_strip(p, eos_id, pad_id) == _strip(r, eos_id, pad_id) for p, r in zip(pred.tolist(), ref.tolist())]
     return sum(rows) / len(rows)
@@ -116,7 +116,7 @@ def check_exact_match(fn) -> bool:
 
 # --- exercise 3: the label-smoothed target distribution
 
-def smoothed_targets(targets: torch.Tensor, vocab_size: int, eps: float, pad_id: int) -> torch.Tensor:
+def _smoothed_targets(targets: torch.Tensor, vocab_size: int, eps: float, pad_id: int) -> torch.Tensor:
     """Reference: ``(N,)`` ids → ``(N, V)``: ``1 − ε + ε/V`` on the target, ``ε/V`` elsewhere; padding rows 0."""
     q = torch.full((targets.numel(), vocab_size), eps / vocab_size)
     q.scatter_(1, targets.reshape(-1, 1), 1.0 - eps + eps / vocab_size)
@@ -132,7 +132,7 @@ def check_smoothed_targets(fn) -> bool:
     ok, got = attempt(fn, targets.clone(), V, eps, pad)
     if not ok or not is_tensor(got, (len(targets), V), "q", "q"):
         return False
-    want = smoothed_targets(targets, V, eps, pad)
+    want = _smoothed_targets(targets, V, eps, pad)
     got = got.detach().float()
     keep = targets != pad
     kept = int(keep.sum())
@@ -166,7 +166,7 @@ def check_smoothed_targets(fn) -> bool:
 ANAGRAMS = (1_200, 2_100)        # "one thousand, two hundred" and "two thousand, one hundred": the same five words
 
 
-def encode_without_positions(model, src: torch.Tensor) -> torch.Tensor:
+def _encode_without_positions(model, src: torch.Tensor) -> torch.Tensor:
     """Reference: the encoder output ``(B, S, C)`` of ``model.encode`` with the source positional encoding left out."""
     return model.encoder(model.src_embed(src), padding_mask(src, model.pad_id))
 
@@ -203,7 +203,7 @@ def check_encode_without_positions(fn, model=None, src_tok=None, tgt_tok=None) -
     src = tiny_src_tok.encode_batch([source_text(n) for n in (*ANAGRAMS, 45_678)])          # (3, S)
     with torch.no_grad():
         with_positions = tiny.encode(src)[0]
-        want = encode_without_positions(tiny, src)
+        want = _encode_without_positions(tiny, src)
         no_mask = tiny.encoder(tiny.src_embed(src), None)
     pos_module = tiny.src_pos
     with torch.no_grad():
