@@ -28,6 +28,7 @@ import dis
 import functools
 import inspect
 import math
+import os
 import signal
 import sys
 import textwrap
@@ -194,6 +195,21 @@ def attempt(fn: Callable, *args, **kwargs):
     if ok is None:
         not_attempted()
     return bool(ok), result
+
+
+# --- inputs a check draws ------------------------------------------------------------------------------------
+
+
+def fresh_generator() -> torch.Generator:
+    """A generator seeded afresh on every run of a check (from the operating system, so the global RNG is left
+    alone): the inputs a check draws with it differ from run to run, so no table of a previous run's inputs
+    (and no answer tuned to one fixed input) can pass. Correct answers pass for any input."""
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(6), "little"))
+
+
+def fresh_int(low: int, high: int, generator: torch.Generator) -> int:
+    """One integer drawn uniformly from ``[low, high)`` with ``generator``."""
+    return int(torch.randint(low, high, (), generator=generator))
 
 
 # --- what is wrong with a result ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ as ``raise NotImplementedError`` means "not attempted yet". Every ``check_*`` fu
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -500,3 +501,50 @@ def test_no_public_function_of_course_lab_passes_a_check(lesson, answer, monkeyp
     passed_ = [name for name, fn in PUBLIC if _takes(fn, n) and check(fn, *answer.args)]
     capsys.readouterr()
     assert not passed_, f"{answer.check} accepts the public course_lab function(s) {passed_}: make them private"
+
+
+# --- a table of the check's inputs is refused: every check draws fresh inputs on every run (issue 21 §2) ----------
+
+def _key(value):
+    """A hashable fingerprint of one argument: tensors by dtype, shape and bytes, containers element-wise."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", str(value.dtype), tuple(value.shape), value.detach().cpu().contiguous().numpy().tobytes())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _key(v)) for k, v in value.items())))
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    return ("object", id(value))                       # a model, a tokenizer: the same object every run
+
+
+class _Table:
+    """The student who learnt the check's inputs by heart: records the correct answer for every input of one run
+    of the check, then answers from the table only (anything else: the answer for the first input it saw)."""
+
+    def __init__(self, correct):
+        self.correct, self.table, self.recording = correct, {}, True
+        functools.update_wrapper(self, correct)
+
+    def __call__(self, *args):
+        key = tuple(_key(a) for a in args)
+        if self.recording:
+            self.table[key] = self.correct(*args)
+            return self.table[key]
+        if key in self.table:
+            return self.table[key]
+        return next(iter(self.table.values()))
+
+
+TABLED = [pytest.param(lesson, a, id=f"{lesson}.{a.check}") for lesson, answers in ALL_ANSWERS.items()
+          for a in answers if _positional_count(a.correct) > 0]
+
+
+@pytest.mark.parametrize("lesson, answer", TABLED)
+def test_every_check_refuses_a_table_of_its_own_inputs(lesson, answer, capsys):
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), answer.check)
+    table = _Table(answer.correct)
+    assert check(table, *answer.args) is True, capsys.readouterr().out
+    table.recording = False
+    assert check(table, *answer.args) is False, f"{answer.check} passes a table of the inputs of its last run"
+    assert "✗" in capsys.readouterr().out

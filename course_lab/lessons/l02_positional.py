@@ -22,7 +22,17 @@ import torch
 from course_utils.positional import sinusoidal_encoding
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, passed, report, run_check, tensor_problem, watching
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    never_raises,
+    passed,
+    report,
+    run_check,
+    tensor_problem,
+    watching,
+)
 
 BASE = 10000.0
 
@@ -219,7 +229,7 @@ def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
 
 
 def _rotate_cases():
-    g = torch.Generator().manual_seed(3)
+    g = fresh_generator()
     return [((torch.randn(16, generator=g, dtype=torch.float64), 7), 16),
             ((torch.randn(3, 5, 16, generator=g, dtype=torch.float64), 1), 16),
             ((torch.randn(2, 64, generator=g, dtype=torch.float64), -3), 64),
@@ -273,7 +283,7 @@ def check_rotate(fn: Callable, lang: str | None = None) -> bool:
                             "的：配对是 (0, 1)、(2, 3)……", lang)
         return report(problem, f"Not yet, for x of shape {tuple(x.shape)} and k = {k}",
                       f"还不对，x 形状为 {tuple(x.shape)}、k = {k} 时", lang)
-    g = torch.Generator().manual_seed(4)
+    g = fresh_generator()
     q, key = torch.randn(2, 16, generator=g, dtype=torch.float64)
     scores = [float(fn(q, p) @ fn(key, p + 3)) for p in (0, 10, 50)]
     en, zh = ", ".join(f"{v:.4f}" for v in scores), "、".join(f"{v:.4f}" for v in scores)

@@ -22,6 +22,7 @@ from .. import i18n, viz
 from ..exercises import (
     attempt,
     fail,
+    fresh_generator,
     has_python_loop,
     never_raises,
     number_problem,
@@ -233,7 +234,7 @@ def _reference_jacobian(a: torch.Tensor) -> torch.Tensor:
 @never_raises
 def check_softmax_jacobian(fn) -> bool:
     """Exercise 1: ``fn(a)`` maps softmax rows a (…, T) to their Jacobians (…, T, T), written from the formula."""
-    g = torch.Generator().manual_seed(1)
+    g = fresh_generator()
     cases = [torch.softmax(torch.randn(5, generator=g), -1),
              torch.softmax(torch.randn(2, 3, 6, generator=g) * 3, -1)]
     cases[1][0, 0] = torch.nn.functional.one_hot(torch.tensor(2), 6).float()   # a saturated row
@@ -292,7 +293,7 @@ def check_unit_scale(fn) -> bool:
                 "提示：要除以 q·k 的标准差，而不是方差：出现的是 √(var_q var_k)。")
         return report(number_problem(got, want), f"d_k={d_k}, var_q={var_q}, var_k={var_k}",
                       f"d_k={d_k}、var_q={var_q}、var_k={var_k} 时")
-    g = torch.Generator().manual_seed(5)
+    g = fresh_generator()
     d_k, var_q, var_k = 256, 4.0, 0.25 * 9
     q = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_q)
     k = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_k)

@@ -18,7 +18,17 @@ from course_utils import masks
 from course_utils.attention import attention_with_weights
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, has_python_loop, is_mask, is_tensor, never_raises, passed, watching
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    has_python_loop,
+    is_mask,
+    is_tensor,
+    never_raises,
+    passed,
+    watching,
+)
 from ..widgets import LessonWidget, dropdown
 
 PRESETS = ("none", "causal", "padding", "causal_padding", "custom")
@@ -209,7 +219,7 @@ def _loops_message(what_en: str, what_zh: str) -> bool:
 
 
 def _left_padded_ids() -> torch.Tensor:
-    g = torch.Generator().manual_seed(5)
+    g = fresh_generator()
     ids = torch.randint(1, 50, (6, 7), generator=g)
     for row, n_pad in enumerate((2, 0, 5, 6, 1, 3)):     # left padding: the pads come first
         ids[row, :n_pad] = 0
@@ -276,7 +286,7 @@ def _reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch
 
 
 def _softmax_case(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(7)
+    g = fresh_generator()
     scores = torch.randn(2, 3, 4, 5, generator=g) * 3
     keep = torch.rand(2, 3, 4, 5, generator=g) > 0.4
     keep[0, 0, 1] = False                      # a fully masked row

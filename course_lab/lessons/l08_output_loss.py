@@ -21,7 +21,16 @@ import torch.nn.functional as F
 from course_utils import losses
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_tensor, never_raises, passed, slow_exercise, watching
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    is_tensor,
+    never_raises,
+    passed,
+    slow_exercise,
+    watching,
+)
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures
@@ -170,7 +179,7 @@ STABLE_BINARY = ((F, "binary_cross_entropy_with_logits"), (F, "logsigmoid"), (F,
 def check_binary_cross_entropy(fn) -> bool:
     """Exercise 1: ``fn(z (N,), y (N,) of 0./1.)`` = per-example ``−[y log σ(z) + (1 − y) log(1 − σ(z))]``,
     finite for logits like ±1000, written without the library functions that stabilise it."""
-    g = torch.Generator().manual_seed(8)
+    g = fresh_generator()
     cases = [(3 * torch.randn(7, generator=g), torch.tensor([0.0, 1, 1, 0, 1, 0, 1])),
              (torch.tensor([1000.0, -1000.0, 0.0, 50.0, -50.0, 1000.0]), torch.tensor([0.0, 1, 1, 1, 0, 1]))]
     for z, y in cases:
@@ -213,7 +222,7 @@ SOFT_TARGET_LOSSES = ((F, "cross_entropy"), (F, "kl_div"), (losses, "cross_entro
 def check_soft_cross_entropy(fn) -> bool:
     """Exercise 2: ``fn(logits (N, V), q (N, V))`` = mean over rows of ``−Σ_k q_k log softmax(logits)_k``, for
     any target distribution ``q`` (label smoothing and distillation are two choices of ``q``)."""
-    g = torch.Generator().manual_seed(9)
+    g = fresh_generator()
     eps, n_classes = 0.1, 6
     hard = torch.tensor([2, 0, 5])
     cases = [(3 * torch.randn(4, n_classes, generator=g), torch.softmax(torch.randn(4, n_classes, generator=g), -1)),

@@ -17,7 +17,16 @@ import torch
 
 from .. import i18n, viz
 from ..assets import asset
-from ..exercises import attempt, fail, never_raises, number_problem, passed, run_check, tensor_close
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    never_raises,
+    number_problem,
+    passed,
+    run_check,
+    tensor_close,
+)
 from ..widgets import LessonWidget, dropdown, slider
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -207,7 +216,7 @@ def check_merge_softmax_stats(fn) -> bool:
     Scores of ±1000 make a merge that exponentiates a maximum (e^1000 = inf) fail, and a merge that adds ℓ1 + ℓ2
     without rescaling gives a wrong ℓ; only the statistics are passed, so softmax(cat(s1, s2)) is not available.
     """
-    g = torch.Generator().manual_seed(14)
+    g = fresh_generator()
     s1 = torch.randn(4, 5, generator=g, dtype=torch.float64) + torch.tensor([[1000.0], [-1000.0], [3.0], [0.0]],
                                                                             dtype=torch.float64)
     s2 = torch.randn(4, 7, generator=g, dtype=torch.float64) + torch.tensor([[-1000.0], [1000.0], [0.0], [2.0]],

@@ -10,7 +10,16 @@ import torch
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed, watching
+from ...exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    has_python_loop,
+    is_tensor,
+    never_raises,
+    passed,
+    watching,
+)
 from . import _decoder_layer_params
 
 
@@ -153,7 +162,7 @@ def _reverse_tokens_reference(src: torch.Tensor, pad_id: int) -> torch.Tensor:
 @never_raises
 def check_reverse_tokens(fn) -> bool:
     """Exercise 3: ``fn(src, pad_id)`` reverses each row's real tokens and leaves the padding on the right."""
-    g = torch.Generator().manual_seed(3)
+    g = fresh_generator()
     src = torch.randint(3, 12, (5, 7), generator=g)
     for row, length in enumerate((7, 4, 1, 5, 3)):
         src[row, length:] = 0

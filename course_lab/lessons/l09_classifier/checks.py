@@ -12,7 +12,16 @@ from collections.abc import Sequence
 
 import torch
 
-from ...exercises import attempt, fail, is_tensor, never_raises, number_problem, passed, report
+from ...exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    is_tensor,
+    never_raises,
+    number_problem,
+    passed,
+    report,
+)
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -28,7 +37,7 @@ def _masked_max_pool(h: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 
 def _pool_case():
-    g = torch.Generator().manual_seed(9)
+    g = fresh_generator()
     h = torch.randn(3, 5, 4, generator=g) - 3.0               # mostly negative values
     keep = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=torch.bool)
     h[~keep] = 10.0                                            # padding holds large garbage

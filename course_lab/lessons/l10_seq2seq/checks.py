@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed
+from ...exercises import attempt, fail, fresh_generator, has_python_loop, is_tensor, never_raises, passed
 from . import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
@@ -138,7 +138,7 @@ def check_smoothed_targets(fn) -> bool:
     kept = int(keep.sum())
     if torch.allclose(got, want, atol=1e-6):
         # the definition is the one of F.cross_entropy(label_smoothing=eps): show it through the loss
-        logits = torch.randn(len(targets), V, generator=torch.Generator().manual_seed(3))
+        logits = torch.randn(len(targets), V, generator=fresh_generator())
         soft = -(got * F.log_softmax(logits, -1)).sum(-1)[keep].mean()
         hard = F.cross_entropy(logits, targets, ignore_index=pad, label_smoothing=eps)
         if torch.allclose(soft, hard, atol=1e-5):

@@ -14,7 +14,7 @@ from course_utils import mlm
 from course_utils.mlm import IGNORE_INDEX
 from course_utils.modes import evaluating
 
-from ...exercises import attempt, fail, never_raises, passed, type_problem, watching
+from ...exercises import attempt, fail, fresh_generator, never_raises, passed, type_problem, watching
 
 _V, _MASK, _SPECIAL = 40, 4, (0, 1, 2, 3, 4)
 
@@ -28,7 +28,7 @@ def check_bert_masking(fn) -> bool:
     """Exercise 1: ``fn(ids, mask_id, vocab_size, special_ids, p, generator) -> (inputs, labels)`` follows BERT:
     p of the ordinary tokens selected; of those 80 % ``<mask>``, 10 % random, 10 % unchanged; labels −100
     elsewhere; special tokens never selected."""
-    g = torch.Generator().manual_seed(12)
+    g = fresh_generator()
     ids = torch.randint(5, _V, (128, 64), generator=g)
     ids[:, 0] = 2
     ids[:, 48:] = 0  # padding
@@ -261,7 +261,7 @@ def check_accuracy_at(fn, model=None, windows: torch.Tensor | None = None, tok=N
     if model is None:
         model = _CopyModel(tok.vocab_size)
     if windows is None:
-        windows = torch.randint(5, tok.vocab_size, (32, 24), generator=torch.Generator().manual_seed(0))
+        windows = torch.randint(5, tok.vocab_size, (32, 24), generator=fresh_generator())
     rates, got = (0.15, 0.5), []
     for i, p in enumerate(rates):
         ok, value = attempt(fn, model, windows.clone(), p, torch.Generator().manual_seed(100 + i))

@@ -15,7 +15,18 @@ import course_utils.pooling
 from course_utils.pretrained import SentenceEncoder
 from course_utils.wordpiece import WordPieceTokenizer
 
-from ...exercises import attempt, fail, never_raises, number_problem, passed, report, say, tensor_close, watching
+from ...exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    never_raises,
+    number_problem,
+    passed,
+    report,
+    say,
+    tensor_close,
+    watching,
+)
 
 # Library functions that already pool: calling them is the shortcut of exercises 1 and 2.
 _POOLING = [(course_utils.pooling, "masked_mean"), (SentenceEncoder, "pool"), (SentenceEncoder, "encode")]
@@ -113,7 +124,7 @@ def check_symmetric_loss(fn) -> bool:
 
     Forbidden: ``F.cross_entropy`` / ``nn.CrossEntropyLoss``, which the exercise asks to write out.
     """
-    g = torch.Generator().manual_seed(13)
+    g = fresh_generator()
     a = F.normalize(torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
     b = F.normalize(a + 0.8 * torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
     b[0] = b[1]                                        # a duplicate: the two directions now differ clearly
