@@ -327,7 +327,14 @@ def run_check(student: Callable, cases: Iterable, compare: Callable = equal_prob
 
 
 class Calls(list):
-    """Names of the watched functions that were called (see :func:`watching`); empty when none was."""
+    """Names of the watched functions that were called (see :func:`watching`); empty when none was.
+
+    ``records`` keeps each call's ``(name, args, kwargs)``, for a check that judges *how* a function was used
+    (e.g. the losses an experiment backpropagated)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.records: list[tuple[str, tuple, dict]] = []
 
 
 # Where a watched function may be reached under another name: the public modules of PyTorch a student imports
@@ -371,6 +378,7 @@ def watching(fn: Callable, targets: Iterable[tuple[object, str]]):
 
         def spy(*args, __original=original, __label=label, **kwargs):
             calls.append(__label)
+            calls.records.append((__label, args, kwargs))
             return __original(*args, **kwargs)
 
         own = isinstance(owner, type) and name not in vars(owner)    # inherited: delete again on exit

@@ -318,6 +318,30 @@ ALSO = [pytest.param(lesson, a.check, a.args, wrong, says, id=f"{lesson}.{a.chec
         for lesson, answers in ALL_ANSWERS.items() for a in answers for i, (wrong, says) in enumerate(a.also)]
 
 
+def _issue_refusals() -> list:
+    """tests/exercise_refusals.py: every shortcut and wrong answer of issue 21 §2, with the check's extra arguments
+    taken from the lesson's answer table."""
+    import exercise_refusals as refusals
+
+    args = {(lesson, a.check): a.args for lesson, answers in ALL_ANSWERS.items() for a in answers}
+    return [pytest.param(lesson, check, args[lesson, check], wrong, says, id=f"{lesson}.{check}.{bullet}.{i}")
+            for lesson, table in refusals.REFUSALS.items() for check, entries in table.items()
+            for i, (bullet, wrong, says) in enumerate(entries)]
+
+
+ALSO += _issue_refusals()
+
+
+def test_every_item_of_issue_21_is_reproduced():
+    import exercise_refusals as refusals
+
+    covered = {bullet for table in refusals.REFUSALS.values() for entries in table.values()
+               for bullet, _, _ in entries}
+    covered.add("table of the check's inputs")          # test_every_check_refuses_a_table_of_its_own_inputs
+    assert covered == set(refusals.BULLETS), sorted(set(refusals.BULLETS) ^ covered)
+    assert len(ALSO) >= 60
+
+
 @pytest.mark.parametrize("lesson, check_name, args, wrong, says", ALSO)
 def test_every_check_refuses_the_other_shortcuts_and_wrong_answers(lesson, check_name, args, wrong, says,
                                                                      monkeypatch, capsys):

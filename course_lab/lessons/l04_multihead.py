@@ -199,8 +199,8 @@ def check_split_heads(fn) -> bool:
 
     Tried on several drawn shapes and head counts (a fixed one would let ``h`` from the notebook pass)."""
     g = fresh_generator()
-    cases = [(torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8), 4)] + [(torch.randn(fresh_int(1, 4, g), fresh_int(1, 7, g), d, generator=g), h)
-                               for d, h in _SHAPES]
+    cases = [(torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8), 4)]
+    cases += [(torch.randn(fresh_int(1, 4, g), fresh_int(1, 7, g), d, generator=g), h) for d, h in _SHAPES]
     for x, h in cases:
         with watching(fn, _module_calls()) as calls:
             ok, got = attempt(fn, x.clone(), h)

@@ -265,6 +265,24 @@ def check_soft_cross_entropy(fn) -> bool:
 GRADIENT_CALLS = ((torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"))
 
 
+def _backpropagated_losses(calls) -> list[float]:
+    """The values of the scalar losses the student backpropagated, in order (from the watched calls)."""
+    values = []
+    for _, args, kwargs in calls.records:
+        target = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+        target = target[0] if isinstance(target, (list, tuple)) and target else target
+        if isinstance(target, torch.Tensor) and target.numel() == 1:
+            values.append(float(target.detach()))
+    return values
+
+
+def _smoothed_entropy(eps: float, n_classes: int) -> float:
+    """The lowest value of the label-smoothed cross-entropy: the entropy of the smoothed target itself."""
+    q = torch.full((n_classes,), eps / n_classes, dtype=torch.float64)
+    q[0] += 1 - eps
+    return float(-(q * q.clamp_min(1e-300).log()).sum())
+
+
 @never_raises
 def check_smoothed_confidence(fn) -> bool:
     """Exercise 3 (an experiment): ``fn(eps, n_classes)`` trains free logits with label smoothing ``eps`` and
@@ -275,11 +293,20 @@ def check_smoothed_confidence(fn) -> bool:
             ok, got = attempt(fn, eps, n_classes)
         if not ok:
             return False
-        if not calls:
-            return fail("You returned a number without training anything (no backward() was called). The "
-                        "exercise is an experiment: train, then measure; the formula comes afterwards.",
-                        "你没有训练任何东西就返回了一个数（没有调用 backward()）。这个练习是一个实验："
+        losses_seen = _backpropagated_losses(calls)
+        if len(losses_seen) < 10 or not losses_seen[0] > losses_seen[-1] + 0.1:
+            return fail("You returned a number without training anything (no training loop whose loss goes down "
+                        "was run). The exercise is an experiment: train, then measure; the formula comes afterwards.",
+                        "你没有训练任何东西就返回了一个数（没有运行损失不断下降的训练循环）。这个练习是一个实验："
                         "先训练，再测量；公式放在最后再看。")
+        floor = _smoothed_entropy(eps, n_classes)
+        if abs(losses_seen[-1] - floor) > 0.05:
+            return fail(f"For ε = {eps}, |V| = {n_classes} the last loss you minimised is {losses_seen[-1]:.3f}; the "
+                        f"label-smoothed cross-entropy cannot go below {floor:.3f} and gets there once trained. "
+                        "Train with label_smoothing=eps until the loss stops falling.",
+                        f"ε = {eps}、|V| = {n_classes} 时，你最后最小化的损失是 {losses_seen[-1]:.3f}；带标签平滑的"
+                        f"交叉熵不可能低于 {floor:.3f}，训练充分时正好到达这个值。请用 label_smoothing=eps "
+                        "训练，直到损失不再下降。")
         try:
             value = float(got)
         except (TypeError, ValueError, RuntimeError):

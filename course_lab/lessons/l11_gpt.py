@@ -24,7 +24,7 @@ from course_utils.modes import evaluating
 from course_utils.sampling import sampling_distribution, top_k_filter, top_p_filter  # noqa: F401 (lesson API)
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, passed, type_problem, watching
+from ..exercises import attempt, fail, fresh_generator, fresh_int, never_raises, passed, type_problem, watching
 
 # Characters that would be invisible on an axis: shown by a visible stand-in.
 _VISIBLE = {"\n": "↵", " ": "' '", "\t": "⇥"}
@@ -197,8 +197,11 @@ def _gpt_block_params(d_model: int, d_ff: int) -> int:
 
 
 def _counting_targets() -> list:
-    """What counting from a built module goes through: the parameter iterators of every ``nn.Module``."""
-    return [(torch.nn.Module, "parameters"), (torch.nn.Module, "named_parameters")]
+    """What counting from a module goes through: building one (``nn.Module.__init__``, whatever the class), and
+    every route to the parameters of an existing one (the trained model's): the parameter iterators,
+    ``state_dict``, and the module iterators that lead to each submodule's ``_parameters``."""
+    return [(torch.nn, "Module")] + [(torch.nn.Module, name) for name in (
+        "parameters", "named_parameters", "state_dict", "modules", "named_modules", "children", "named_children")]
 
 
 @never_raises
@@ -211,7 +214,8 @@ def check_gpt_block_params(fn) -> bool:
     """
     results = []
     with watching(fn, _counting_targets()) as calls:
-        for d, d_ff in ((64, 256), (48, 100), (384, 1536)):
+        g = fresh_generator()
+        for d, d_ff in ((64, 256), (48, 100), (384, 1536), (fresh_int(1, 513, g), fresh_int(1, 2049, g))):
             ok, got = attempt(fn, d, d_ff)
             if not ok:
                 return False

@@ -14,6 +14,7 @@ from ...exercises import (
     attempt,
     fail,
     fresh_generator,
+    fresh_int,
     has_python_loop,
     is_tensor,
     never_raises,
@@ -113,7 +114,8 @@ def _decoder_layer_classes() -> list:
     import course_utils
     import course_utils.layers
 
-    return [(course_utils, "DecoderLayer"), (course_utils.layers, "DecoderLayer")]
+    # any module built counts: the layer itself, a Decoder around it, type(layer)(...)
+    return [(course_utils, "DecoderLayer"), (course_utils.layers, "DecoderLayer"), (torch.nn, "Module")]
 
 
 @never_raises
@@ -121,17 +123,19 @@ def check_lean_decoder_layer_params(fn) -> bool:
     """Exercise 2: ``fn(d_model, d_ff)`` = parameters of ``DecoderLayer(..., bias=False, norm="rms")``, by formula."""
     from course_utils.layers import DecoderLayer
 
+    g = fresh_generator()
+    cases = [(8, 16), (64, 256), (512, 2048), (4 * fresh_int(1, 65, g), fresh_int(1, 1025, g))]   # one fresh
+    results = []
     with watching(fn, _decoder_layer_classes()) as calls:
-        ok, _ = attempt(fn, 8, 16)
-    if not ok:
-        return False
+        for d_model, d_ff in cases:
+            ok, got = attempt(fn, d_model, d_ff)
+            if not ok:
+                return False
+            results.append(got)
     if calls:
         return fail("You built a DecoderLayer and counted: the exercise asks for the formula, from the shapes.",
                     "你构建了一个 DecoderLayer 再去数：本题要求由各个矩阵的形状推出公式。")
-    for d_model, d_ff in ((8, 16), (64, 256), (512, 2048)):
-        ok, got = attempt(fn, d_model, d_ff)
-        if not ok:
-            return False
+    for (d_model, d_ff), got in zip(cases, results):
         with torch.device("meta"):
             want = sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff, bias=False, norm="rms").parameters())
         if got != want:
