@@ -31,6 +31,7 @@ from ..exercises import (
     report,
     run_check,
     tensor_problem,
+    tracking_sizes,
     watching,
 )
 
@@ -255,17 +256,22 @@ def check_rotate(fn: Callable, lang: str | None = None) -> bool:
     """
     cases = [(args, torch.einsum("ij,...j->...i", shift_matrix(args[1], d), args[0])) for args, d in _rotate_cases()]
     for (x, k), want in cases:
-        with watching(fn, [(torch, "block_diag"), (_this_module(), "shift_matrix")]) as calls:
+        d = x.shape[-1]
+        with watching(fn, [(torch, "block_diag"), (_this_module(), "shift_matrix")]) as calls, \
+                tracking_sizes() as sizes:
             ok, got = attempt(fn, x.clone(), k)
         if not ok:
             return False
-        if calls:
-            return fail("Your function builds the d × d matrix M_k (block_diag / shift_matrix): d² numbers, almost all "
-                        "zero, for a map that needs 2 multiplications per entry. Rotate the pairs directly: "
+        if calls or (d * d > 4 * x.numel() and sizes.largest >= d * d):     # a d × d matrix, however built
+            return fail("Your function builds the d × d matrix M_k (block_diag, shift_matrix or a d × d tensor of "
+                        "its own): d² numbers, almost all zero, for a map that needs 2 multiplications per entry. "
+                        "Rotate the pairs directly: "
                         "even = x[..., 0::2], odd = x[..., 1::2]. That is how RoPE rotates every query and key.",
-                        "你的函数构造了 d × d 的矩阵 M_k（block_diag / shift_matrix）：d² 个数，几乎全是 0，而这个变换"
-                        "每个元素只需要 2 次乘法。请直接旋转每一对：even = x[..., 0::2]，odd = x[..., 1::2]。RoPE 就是"
-                        "这样旋转每一个查询和键的。", lang)
+                        "你的函数构造了 d × d 的矩阵 M_k（用 block_diag、shift_matrix 或自己建的 d × d 张量）："
+                        "d² 个数，几乎全是 0，而这个变换每个元素只需要 2 次乘法。"
+                        "请直接旋转每一对：even = x[..., 0::2]，odd = x[..., 1::2]。"
+                        "RoPE 就是这样旋转每一个查询和键的。",
+                        lang)
         problem = tensor_problem(got, want, atol=1e-8, rtol=1e-6)
         if problem is None:
             continue

@@ -25,9 +25,11 @@ from ..exercises import (
     attempt,
     fail,
     fresh_generator,
+    grad_problem,
     is_tensor,
     never_raises,
     passed,
+    report,
     slow_exercise,
     watching,
 )
@@ -163,6 +165,27 @@ def build_logits_widget(logits=START_LOGITS, target: int = 0, smoothing: float =
 # Exercise checks: print a verdict, return True / False, never raise
 # ------------------------------------------------------------------------------------------------------------
 
+def _gradient_reaches(got: torch.Tensor, leaf: torch.Tensor, want: torch.Tensor) -> bool:
+    """The answer carries a gradient back to ``leaf`` (not detached, not computed under no_grad), and it is the
+    right one, finite even where the logits are ±1000: a loss trains a model only through its gradient."""
+    problem = grad_problem(got)
+    if problem is not None:
+        return report(problem, "gradient", "梯度")
+    (grad,) = torch.autograd.grad(got.sum(), leaf, allow_unused=True)
+    if grad is None or not torch.isfinite(grad).all():
+        return fail("The gradient with respect to the logits is missing or not finite (nan/inf): a loss trains a "
+                    "model only through its gradient. Keep every step differentiable and finite for logits like "
+                    "±1000 (take the maximum out before exp).",
+                    "关于 logits 的梯度缺失或不是有限值（nan/inf）：损失只能通过梯度来训练模型。"
+                    "请让每一步都可微，并且在 logits 为 ±1000 时仍是有限值（先提出最大值再取 exp）。")
+    if not torch.allclose(grad.float(), want.float(), atol=1e-4, rtol=1e-4):
+        err = float((grad.float() - want.float()).abs().max())
+        return fail(f"The gradient is wrong (largest difference {err:.3g}): compute the loss from the logits with "
+                    "torch operations only.",
+                    f"梯度不对（最大差值 {err:.3g}）：请只用 torch 运算从 logits 算出损失。")
+    return True
+
+
 def _forbidden(calls, en_why: str, zh_why: str) -> bool:
     """The verdict for a forbidden library call: name what was called and why the exercise rules it out."""
     names = ", ".join(dict.fromkeys(calls))
@@ -171,8 +194,8 @@ def _forbidden(calls, en_why: str, zh_why: str) -> bool:
 
 # What exercise 1 rules out: library functions that apply the stabilising trick for the student.
 # logsumexp too: log(1 + e^z) = logsumexp([0, z]) is the max trick done by the library.
-STABLE_BINARY = ((F, "binary_cross_entropy_with_logits"), (F, "logsigmoid"), (F, "softplus"), (torch, "logaddexp"),
-                 (torch, "logsumexp"))
+STABLE_BINARY = ((F, "binary_cross_entropy_with_logits"), (torch, "binary_cross_entropy_with_logits"),
+                 (F, "logsigmoid"), (F, "softplus"), (torch, "logaddexp"), (torch, "logsumexp"))
 
 
 @never_raises
@@ -183,8 +206,9 @@ def check_binary_cross_entropy(fn) -> bool:
     cases = [(3 * torch.randn(7, generator=g), torch.tensor([0.0, 1, 1, 0, 1, 0, 1])),
              (torch.tensor([1000.0, -1000.0, 0.0, 50.0, -50.0, 1000.0]), torch.tensor([0.0, 1, 1, 1, 0, 1]))]
     for z, y in cases:
+        z_in = z.clone().requires_grad_(True)                   # the loss must carry a gradient back to z
         with watching(fn, STABLE_BINARY) as calls:
-            ok, got = attempt(fn, z.clone(), y.clone())
+            ok, got = attempt(fn, z_in, y.clone())
         if not ok:
             return False
         if calls:
@@ -195,6 +219,8 @@ def check_binary_cross_entropy(fn) -> bool:
         if not is_tensor(got, z.shape, "loss per example", "每个样本的损失"):
             return False
         want = F.binary_cross_entropy_with_logits(z, y, reduction="none")
+        if not _gradient_reaches(got, z_in, torch.sigmoid(z) - y):
+            return False
         got = got.detach().float()
         if not torch.isfinite(got).all():
             return fail("inf or nan for z = ±1000: σ(z) rounds to exactly 0 or 1 and its log is −inf. Never take "
@@ -230,8 +256,9 @@ def check_soft_cross_entropy(fn) -> bool:
              (2 * torch.randn(3, n_classes, generator=g),
               torch.stack([smoothed_target(int(t), n_classes, eps) for t in hard]))]
     for logits, q in cases:
+        logits_in = logits.clone().requires_grad_(True)         # the loss must carry a gradient to the logits
         with watching(fn, SOFT_TARGET_LOSSES) as calls:
-            ok, got = attempt(fn, logits.clone(), q.clone())
+            ok, got = attempt(fn, logits_in, q.clone())
         if not ok:
             return False
         if calls:
@@ -242,6 +269,8 @@ def check_soft_cross_entropy(fn) -> bool:
         if not is_tensor(got, (), "loss", "损失"):
             return False
         want = F.cross_entropy(logits, q)
+        if not _gradient_reaches(got, logits_in, (torch.softmax(logits, -1) - q) / len(q)):
+            return False
         got = got.detach().float()
         if not torch.isfinite(got):
             return fail("nan or inf: where q is 0 and log p is −inf, 0 · (−inf) = nan. Compute log p with a stable "

@@ -215,7 +215,7 @@ def check_gpt_block_params(fn) -> bool:
     results = []
     with watching(fn, _counting_targets()) as calls:
         g = fresh_generator()
-        for d, d_ff in ((64, 256), (48, 100), (384, 1536), (fresh_int(1, 513, g), fresh_int(1, 2049, g))):
+        for d, d_ff in ((64, 256), (48, 100), (384, 1536), (4 * fresh_int(1, 129, g), fresh_int(1, 2049, g))):
             ok, got = attempt(fn, d, d_ff)
             if not ok:
                 return False

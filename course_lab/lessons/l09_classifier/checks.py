@@ -16,6 +16,7 @@ from ...exercises import (
     attempt,
     fail,
     fresh_generator,
+    fresh_int,
     is_tensor,
     never_raises,
     number_problem,
@@ -78,6 +79,22 @@ def check_prepend_cls(fn) -> bool:
     """Exercise 2: ``fn(ids (B, T), cls_id) -> (B, T + 1)``, the ``[CLS]`` id in front, every token kept."""
     ids = torch.tensor([[2, 5, 1, 7, 0, 0], [1, 3, 3, 2, 6, 4], [4, 1, 2, 0, 0, 0]])   # 0 = <pad>, at the end
     cls_id = 12
+    g = fresh_generator()                                  # then a drawn batch and [CLS] id: no fixed answer passes
+    drawn = torch.randint(1, 50, (fresh_int(1, 6, g), fresh_int(1, 9, g)), generator=g)
+    drawn_cls = fresh_int(50, 100, g)
+    ok, got = attempt(fn, drawn.clone(), drawn_cls)
+    if not ok:
+        return False
+    if not isinstance(got, torch.Tensor) or not torch.equal(got, _prepend_cls(drawn, drawn_cls)):
+        shown = f"ids of shape {tuple(drawn.shape)}, cls_id={drawn_cls}"
+        ok_fixed, got_fixed = attempt(fn, ids.clone(), cls_id)
+        if not ok_fixed:
+            return False
+        if isinstance(got_fixed, torch.Tensor) and torch.equal(got_fixed, _prepend_cls(ids, cls_id)):
+            return fail(f"Not yet for {shown}: row b must be [cls_id, ids[b, 0], ..., ids[b, T-1]] for any batch "
+                        "size, length and cls_id.",
+                        f"输入为形状 {tuple(drawn.shape)} 的 ids、cls_id={drawn_cls} 时还不对：对任意批大小、长度和 "
+                        "cls_id，第 b 行都应为 [cls_id, ids[b, 0], ..., ids[b, T-1]]。")
     ok, got = attempt(fn, ids.clone(), cls_id)
     if not ok or not is_tensor(got, None, "ids with [CLS]", "加上 [CLS] 的 ID"):
         return False
@@ -118,6 +135,13 @@ def check_majority_baseline(fn) -> bool:
     cases = [([1] * 9 + [0] * 5, [0] * 6 + [1] * 4),        # train says 1, eval is mostly 0: 0.4
              ([1] * 1600, [1] * 400),                        # the synthetic task: every label is 1
              ([0, 1, 1, 0, 0], [1, 0, 1, 1, 1, 0, 1])]
+    g = fresh_generator()                                   # drawn lists with a unique majority: no fixed answer
+    while len(cases) < 6:
+        n_classes = fresh_int(2, 6, g)
+        train = torch.randint(n_classes, (fresh_int(5, 40, g),), generator=g).tolist()
+        counts = sorted(Counter(train).values())
+        if len(counts) == 1 or counts[-1] > counts[-2]:
+            cases.append((train, torch.randint(n_classes, (fresh_int(3, 30, g),), generator=g).tolist()))
     for train, dev in cases:
         ok, got = attempt(fn, list(train), list(dev))
         if not ok:
@@ -158,13 +182,17 @@ def _early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
 EARLY_STOP_CASES = (([1.0, 0.8, 0.9, 0.95, 0.97, 0.99, 0.7], 2),  # the best point comes after the stop
                     ([0.493, 0.459, 0.451, 0.471, 0.467], 1),       # the dev losses of this lesson's CPU run
                     ([0.493, 0.459, 0.451, 0.471, 0.467], 2),
-                    ([3.0, 2.0, 1.0], 1))                           # never stops early
+                    ([3.0, 2.0, 1.0], 1),                           # never stops early
+                    ([1.0, 0.5, 0.9, 0.8, 0.7, 0.6], 2))            # better than the previous, never the best
 
 
 @never_raises
 def check_early_stop(fn) -> bool:
     """Exercise 4: ``fn(dev_losses, patience) -> (stop, keep)``, deciding as training goes (no look at later losses)."""
-    for losses, patience in EARLY_STOP_CASES:
+    g = fresh_generator()                                   # drawn curves too: no table of the cases passes
+    drawn = [([round(float(v), 3) for v in 1 + torch.rand(fresh_int(4, 13, g), generator=g)], fresh_int(1, 4, g))
+             for _ in range(6)]
+    for losses, patience in EARLY_STOP_CASES + tuple(drawn):
         ok, got = attempt(fn, list(losses), patience)
         if not ok:
             return False

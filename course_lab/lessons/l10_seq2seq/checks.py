@@ -13,7 +13,17 @@ import torch.nn.functional as F
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, fresh_generator, has_python_loop, is_tensor, never_raises, passed
+from ...exercises import (
+    attempt,
+    fail,
+    fixed_id_problem,
+    fresh_generator,
+    has_python_loop,
+    is_tensor,
+    never_raises,
+    other_ids,
+    passed,
+)
 from . import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
@@ -49,6 +59,12 @@ def check_shift_right(fn) -> bool:
         return False
     want = _shift_right(tgt_out, 2, 3, 0)
     if torch.equal(got, want):
+        ids2, special = other_ids(tgt_out, {"bos_id": 2, "eos_id": 3, "pad_id": 0}, fresh_generator())
+        ok, got2 = attempt(fn, ids2.clone(), special["bos_id"], special["eos_id"], special["pad_id"])
+        if not ok:
+            return False
+        if not isinstance(got2, torch.Tensor) or not torch.equal(got2, _shift_right(ids2, **special)):
+            return fixed_id_problem(special)
         return passed("Correct: every row starts with <bos>, and position i reads y_<i to predict y_i.",
                       "正确：每一行都以 <bos> 开头，位置 i 读入 y_<i，去预测 y_i。")
     plain = torch.cat([torch.full_like(tgt_out[:, :1], 2), tgt_out[:, :-1]], dim=1)

@@ -19,6 +19,7 @@ from ...exercises import (
     attempt,
     fail,
     fresh_generator,
+    grad_problem,
     never_raises,
     number_problem,
     passed,
@@ -132,7 +133,8 @@ def check_symmetric_loss(fn) -> bool:
                (torch.nn.functional, "nll_loss")]
     for scale in (20.0, 5.0):
         with watching(fn, targets) as calls:
-            ok, got = attempt(fn, a.clone(), b.clone(), scale)
+            a_in = a.clone().requires_grad_(True)           # the loss must train the encoder: a gradient to a
+            ok, got = attempt(fn, a_in, b.clone(), scale)
         if not ok:
             return False
         if calls:
@@ -153,6 +155,15 @@ def check_symmetric_loss(fn) -> bool:
                             "（即 logits 的各列），再把两个方向取平均。")
         if not report(number_problem(got, float(want)), f"loss (scale={scale})", f"损失（scale={scale}）"):
             return False
+        if not report(grad_problem(got), "gradient", "梯度"):
+            return False
+        a_ref = a.clone().requires_grad_(True)
+        (want_grad,) = torch.autograd.grad(_symmetric_loss(a_ref, b, scale), a_ref)
+        (grad,) = torch.autograd.grad(got, a_in, allow_unused=True)
+        if grad is None or not torch.allclose(grad.double(), want_grad, atol=1e-6):
+            return fail("The loss has the right value but not the right gradient with respect to a: compute it "
+                        "from a and b with torch operations only.",
+                        "损失的数值对了，但关于 a 的梯度不对：请只用 torch 运算从 a 和 b 算出它。")
     return passed("Correct: this is CLIP's symmetric contrastive loss, with in-batch negatives both ways.",
                   "正确：这就是 CLIP 的对称对比损失，两个方向都用了批内负例。")
 
