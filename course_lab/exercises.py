@@ -274,6 +274,19 @@ def uses_the_generator(fn: Callable, make_args: Callable[[torch.Generator], tupl
     return True
 
 
+def also_right_for(fn: Callable, args: tuple, want, compare: Callable, lang: str | None = None) -> bool:
+    """One more case, drawn by the check on this run: call ``fn(*args)`` and compare with ``want``
+    (``compare(got, want)`` returns None or a problem). True when it agrees; else the verdict is printed."""
+    ok, got = _call(fn, tuple(args), {}, lang)
+    if ok is None:
+        return not_attempted(lang)
+    if not ok:
+        return False
+    shown = ", ".join(_short(a) for a in args)
+    return report(compare(got, want), f"Not yet, for the drawn input ({shown})", f"还不对，抽取的输入为 ({shown}) 时",
+                  lang)
+
+
 # --- what is wrong with a result ------------------------------------------------------------------------------
 
 

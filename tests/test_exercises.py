@@ -532,7 +532,9 @@ def test_no_public_function_of_course_lab_passes_a_check(lesson, answer, monkeyp
 def _key(value):
     """A hashable fingerprint of one argument: tensors by dtype, shape and bytes, containers element-wise."""
     if isinstance(value, torch.Tensor):
-        return ("tensor", str(value.dtype), tuple(value.shape), value.detach().cpu().contiguous().numpy().tobytes())
+        with torch._C.DisableTorchFunctionSubclass():      # a check's recording subclass must not see this
+            data = value.detach().cpu().contiguous().numpy().tobytes()
+        return ("tensor", str(value.dtype), tuple(value.shape), data)
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_key(v) for v in value))
     if isinstance(value, dict):

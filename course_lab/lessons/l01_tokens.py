@@ -22,6 +22,7 @@ from ..exercises import (
     attempt,
     fail,
     fresh_generator,
+    fresh_int,
     never_raises,
     number_problem,
     passed,
@@ -254,7 +255,7 @@ def check_embedding_grad(fn: Callable, lang: str | None = None) -> bool:
 @never_raises
 def check_balanced_std(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 3: the init std for which scaled token rows and PE rows have the same mean squared norm."""
-    widths = (16, 64, 512)
+    widths = (16, 64, 512, 2 * fresh_int(4, 513, fresh_generator()))       # the last one drawn afresh
     answers = []
     for d in widths:
         ok, got = attempt(fn, d)

@@ -26,6 +26,7 @@ from ..exercises import (
     attempt,
     fail,
     fresh_generator,
+    fresh_int,
     never_raises,
     passed,
     report,
@@ -182,7 +183,8 @@ def check_wavelengths(fn: Callable, lang: str | None = None) -> bool:
 
     Calling this module's ``inv_freq_exp`` / ``inv_freq_pow`` (the appendix's frequencies) is the shortcut.
     """
-    cases = [((d,), 2 * math.pi / inv_freq_exp(d, torch.float64)) for d in (4, 16, 128)]   # λ_i = 2π / ω_i
+    widths = (4, 16, 128, 2 * fresh_int(1, 257, fresh_generator()))                  # the last one drawn afresh
+    cases = [((d,), 2 * math.pi / inv_freq_exp(d, torch.float64)) for d in widths]   # λ_i = 2π / ω_i
     with watching(fn, [(_this_module(), "inv_freq_exp"), (_this_module(), "inv_freq_pow")]) as calls:
         ok, _ = attempt(fn, 16)
     if not ok:
@@ -210,6 +212,10 @@ def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
     pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
     cases = [((pe[pos].clone(), k), pe[pos - k]) for pos, k in ((10, 3), (40, 25), (63, 63), (7, 0))]
     cases.append(((2.5 * pe[30], 12), 2.5 * pe[18]))
+    g = fresh_generator()                               # a drawn position, offset and scale: no table passes
+    pos = fresh_int(0, 64, g)
+    k, scale = fresh_int(0, pos + 1, g), 0.5 + 3 * float(torch.rand((), generator=g, dtype=torch.float64))
+    cases.append(((scale * pe[pos], k), scale * pe[pos - k]))
     with watching(fn, _table_lookups()) as calls:
         ok, got = attempt(fn, 2.5 * pe[30], 12)
     if not ok:

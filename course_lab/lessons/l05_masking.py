@@ -23,6 +23,7 @@ from ..exercises import (
     fail,
     fixed_id_problem,
     fresh_generator,
+    fresh_int,
     has_python_loop,
     is_mask,
     is_tensor,
@@ -223,7 +224,8 @@ def _loops_message(what_en: str, what_zh: str) -> bool:
 def _left_padded_ids() -> torch.Tensor:
     g = fresh_generator()
     ids = torch.randint(1, 50, (6, 7), generator=g)
-    for row, n_pad in enumerate((2, 0, 5, 6, 1, 3)):     # left padding: the pads come first
+    counts = [0, 6] + [fresh_int(0, 7, g) for _ in range(4)]   # one full row, one single token, four drawn
+    for row, n_pad in enumerate(counts):                 # left padding: the pads come first
         ids[row, :n_pad] = 0
     return ids
 
@@ -358,7 +360,8 @@ def _reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
 def check_sliding_window_mask(fn) -> bool:
     """Exercise 3: ``fn(T, window)`` -> ``(T, T)`` causal mask limited to the last ``window`` positions,
     built with broadcasting (no Python loops)."""
-    for t, window in ((6, 3), (5, 1), (4, 10), (7, 2)):
+    g = fresh_generator()                               # the last case is drawn afresh: no table passes
+    for t, window in ((6, 3), (5, 1), (4, 10), (7, 2), (fresh_int(1, 20, g), fresh_int(1, 12, g))):
         ok, got, loops = _python_loops(fn, t, window, budget=3)
         if not ok or not is_mask(got, (t, t)):
             return False

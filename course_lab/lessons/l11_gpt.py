@@ -24,7 +24,16 @@ from course_utils.modes import evaluating
 from course_utils.sampling import sampling_distribution, top_k_filter, top_p_filter  # noqa: F401 (lesson API)
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, fresh_generator, fresh_int, never_raises, passed, type_problem, watching
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    never_raises,
+    passed,
+    type_problem,
+    watching,
+)
 
 # Characters that would be invisible on an axis: shown by a visible stand-in.
 _VISIBLE = {"\n": "↵", " ": "' '", "\t": "⇥"}
@@ -285,7 +294,8 @@ def check_min_p(fn) -> bool:
     out; an absolute threshold (probability ≥ p_base) is the common mistake min-p improves on.
     """
     fixed = torch.log(torch.tensor([[0.4, 0.3, 0.2, 0.06, 0.04], [0.9, 0.05, 0.03, 0.01, 0.01]]))
-    cases = [(fixed, 0.2), (fixed, 0.1)] + [(logits, 0.1) for logits in _cases_logits(12)]
+    drawn = _cases_logits(fresh_int(0, 2**31, fresh_generator()))          # fresh values each run
+    cases = [(fixed, 0.2), (fixed, 0.1)] + [(logits, 0.1) for logits in drawn]
     results = []
     with watching(fn, _filter_targets()) as calls:
         for logits, p_base in cases:
@@ -329,7 +339,7 @@ def check_top_p(fn) -> bool:
     """
     fixed = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     cases = [(fixed, 0.5), (fixed, 0.8), (fixed, 0.81), (fixed, 1.0)]
-    cases += [(logits, p) for logits in _cases_logits(13) for p in (0.3, 0.9)]
+    cases += [(logits, p) for logits in _cases_logits(fresh_int(0, 2**31, fresh_generator())) for p in (0.3, 0.9)]
     results = []
     with watching(fn, _filter_targets()) as calls:
         for logits, p in cases:

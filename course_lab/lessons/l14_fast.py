@@ -21,6 +21,7 @@ from ..exercises import (
     attempt,
     fail,
     fresh_generator,
+    fresh_int,
     never_raises,
     number_problem,
     passed,
@@ -157,7 +158,9 @@ def check_cross_attention_flops(fn) -> bool:
     The self-attention formula with T = T_q (or T_k) is the shortcut the exercise rules out: it is right only when
     T_q = T_k, so every case has T_q ≠ T_k.
     """
-    cases = [(1, 10, 30, 64), (4, 128, 512, 256), (2, 700, 50, 32)]
+    g = fresh_generator()                               # the last case is drawn afresh: no table passes
+    cases = [(1, 10, 30, 64), (4, 128, 512, 256), (2, 700, 50, 32),
+             (fresh_int(1, 9, g), fresh_int(1, 2049, g), fresh_int(1, 2049, g), fresh_int(1, 1025, g))]
     for args in cases:
         ok, got = attempt(fn, *args)
         if not ok:
@@ -186,7 +189,13 @@ def check_gqa_cache_bytes(fn) -> bool:
     The multi-head cache (n_heads instead of n_kv_heads) is the shortcut ruled out; keys only (no factor 2) is the
     classic slip.
     """
-    cases = [(80, 1, 4096, 64, 8, 128, 2), (32, 8, 2048, 32, 1, 128, 2), (6, 2, 256, 6, 6, 64, 4)]
+    g = fresh_generator()                               # the last case is drawn afresh: no table passes
+    h = fresh_int(1, 33, g)
+    limit = fresh_int(1, h + 1, g)
+    kv = max(d for d in range(1, limit + 1) if h % d == 0)          # a divisor of h: the groups share a head
+    cases = [(80, 1, 4096, 64, 8, 128, 2), (32, 8, 2048, 32, 1, 128, 2), (6, 2, 256, 6, 6, 64, 4),
+             (fresh_int(1, 97, g), fresh_int(1, 17, g), fresh_int(1, 8193, g), h, kv, 16 * fresh_int(1, 17, g),
+              (1, 2, 4)[fresh_int(0, 3, g)])]
     for args in cases:
         ok, got = attempt(fn, *args)
         if not ok:

@@ -67,7 +67,7 @@ def _pre_norm_variants(layer, y, memory, mask) -> dict[str, torch.Tensor]:
 @never_raises
 def check_decoder_layer(fn) -> bool:
     """Exercise 1: ``fn(layer, y, memory, memory_mask)`` must compute the *pre-norm* decoder layer."""
-    layer, y, memory, mask = _decoder_case()
+    layer, y, memory, mask = _decoder_case(fresh_int(0, 2**31, fresh_generator()))   # a fresh layer each run
     with torch.no_grad():
         want = layer(y, memory, None, mask)
         wrong = _pre_norm_variants(layer, y, memory, mask)

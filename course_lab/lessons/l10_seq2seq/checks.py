@@ -14,15 +14,18 @@ import torch.nn.functional as F
 from course_utils.masks import padding_mask
 
 from ...exercises import (
+    also_right_for,
     attempt,
     fail,
     fixed_id_problem,
     fresh_generator,
+    fresh_int,
     has_python_loop,
     is_tensor,
     never_raises,
     other_ids,
     passed,
+    tensor_problem,
 )
 from . import TARGET_CHARS, make_tokenizers, source_text
 
@@ -112,6 +115,15 @@ def check_exact_match(fn) -> bool:
          "the two tensors may have different widths: compare the sequences, not the padded rows",
          "两个张量的宽度可以不同：比较的是序列本身，而不是补齐后的整行"),
     ]
+    g = fresh_generator()                               # a drawn batch too: no table of the cases passes
+    ref = torch.randint(5, 9, (6, 4), generator=g)
+    pred = ref.clone()
+    pred[:3, fresh_int(0, 4, g)] = 9                    # three rows get one wrong token (maybe after <eos>)
+    ref = torch.cat([ref, torch.full((6, 1), E), torch.full((6, 1), P)], dim=1)
+    pred = torch.cat([pred, torch.full((6, 1), E), torch.randint(5, 9, (6, fresh_int(0, 3, g)), generator=g)], dim=1)
+    cut = fresh_int(1, 5, g)
+    ref[4, cut:] = torch.tensor([E] + [P] * (ref.shape[1] - cut - 1))  # a shorter reference
+    cases.append((pred.tolist(), ref.tolist(), _exact_match(pred, ref, E, P), None, None))
     for pred, ref, expected, hint_en, hint_zh in cases:
         ok, got = attempt(fn, torch.tensor(pred), torch.tensor(ref), E, P)
         if not ok:
@@ -153,6 +165,14 @@ def check_smoothed_targets(fn) -> bool:
     keep = targets != pad
     kept = int(keep.sum())
     if torch.allclose(got, want, atol=1e-6):
+        g = fresh_generator()                                  # one drawn case too: no table of the case passes
+        V2, pad2 = fresh_int(5, 40, g), fresh_int(0, 5, g)
+        eps2 = round(0.05 + 0.3 * float(torch.rand((), generator=g)), 3)
+        targets2 = torch.randint(0, V2, (fresh_int(1, 9, g),), generator=g)
+        targets2[0] = pad2
+        want2 = _smoothed_targets(targets2, V2, eps2, pad2)
+        if not also_right_for(fn, (targets2, V2, eps2, pad2), want2, tensor_problem):
+            return False
         # the definition is the one of F.cross_entropy(label_smoothing=eps): show it through the loss
         logits = torch.randn(len(targets), V, generator=fresh_generator())
         soft = -(got * F.log_softmax(logits, -1)).sum(-1)[keep].mean()

@@ -15,11 +15,13 @@ from course_utils.mlm import IGNORE_INDEX
 from course_utils.modes import evaluating
 
 from ...exercises import (
+    also_right_for,
     attempt,
     fail,
     fresh_generator,
     fresh_int,
     never_raises,
+    number_problem,
     passed,
     type_problem,
     uses_the_generator,
@@ -139,6 +141,15 @@ def check_bert_masking(fn) -> bool:
                   "正确：" + "；".join(f"p = {p}：{zh}" for p, _, zh in summaries) + "。")
 
 
+def _unigram_accuracy(train: torch.Tensor, labels: torch.Tensor) -> float:
+    """The check's reference: accuracy on the scored labels of the most frequent ordinary training id (ties: the
+    smallest id, as torch.bincount().argmax())."""
+    counts = torch.bincount(train, minlength=_V).float()
+    counts[list(_SPECIAL)] = -1
+    scored = labels[labels != IGNORE_INDEX]
+    return float((scored == counts.argmax()).float().mean())
+
+
 @never_raises
 def check_unigram_baseline(fn) -> bool:
     """Exercise 3: ``fn(train_ids, labels, special_ids) -> accuracy`` of always guessing the most frequent
@@ -159,6 +170,14 @@ def check_unigram_baseline(fn) -> bool:
     except (TypeError, ValueError, RuntimeError):
         return fail(f"Return a number, got {type(got).__name__}.", f"请返回一个数，实际得到的是 {type(got).__name__}。")
     if abs(value - 0.5) < 1e-6:
+        g = fresh_generator()                                  # one drawn case too: no table of the case passes
+        n, favourite = fresh_int(20, 200, g), fresh_int(5, _V, g)    # a planted favourite: no tie for the top
+        train2 = torch.cat([torch.randint(0, _V, (n,), generator=g), torch.full((n // 5 + 3,), favourite)])
+        labels2 = torch.randint(5, _V, (fresh_int(1, 4, g), 8), generator=g)
+        labels2[torch.rand(labels2.shape, generator=g) < 0.5] = IGNORE_INDEX
+        labels2[0, 0] = favourite
+        if not also_right_for(fn, (train2, labels2, _SPECIAL), _unigram_accuracy(train2, labels2), number_problem):
+            return False
         return passed("Correct: the context-free best guess is the most frequent ordinary token.",
                       "正确：不看上下文时，最好的猜法就是最常见的普通词元。")
     if abs(value - 0.0) < 1e-6:

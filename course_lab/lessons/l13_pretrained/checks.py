@@ -19,6 +19,7 @@ from ...exercises import (
     attempt,
     fail,
     fresh_generator,
+    fresh_int,
     grad_problem,
     never_raises,
     number_problem,
@@ -35,8 +36,8 @@ _POOLING = [(course_utils.pooling, "masked_mean"), (SentenceEncoder, "pool"), (S
 
 def _hidden_and_keep(seed: int = 0):
     """A batch of three rows: no padding, right padding, left padding (some tokenizers pad on the left)."""
-    g = torch.Generator().manual_seed(seed)
-    hidden = torch.randn(3, 6, 5, generator=g)
+    g = fresh_generator()                                      # fresh values each run (seed: the case's role)
+    hidden = torch.randn(3, 6, 5, generator=g) + seed
     keep = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [0, 0, 0, 0, 1, 1]], dtype=torch.bool)
     hidden[~keep] = 50.0                                       # padding vectors that would dominate any average
     return hidden, keep
@@ -168,6 +169,20 @@ def check_symmetric_loss(fn) -> bool:
                   "正确：这就是 CLIP 的对称对比损失，两个方向都用了批内负例。")
 
 
+def _greedy_pieces(word: str, vocab) -> list[str]:
+    """The check's own greedy longest-match-first split of one word (``["[UNK]"]`` when a rest matches nothing)."""
+    out, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start and (word[start:end] if start == 0 else "##" + word[start:end]) not in vocab:
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        out.append(word[start:end] if start == 0 else "##" + word[start:end])
+        start = end
+    return out
+
+
 _TOY_VOCAB = {"[UNK]", "un", "una", "##ff", "##ffa", "##able", "##ble", "##a", "play", "##ing", "##s", "p",
               "##l", "##ay", "token", "##ization", "##ize", "##r"}
 _TOY_WORDS = {"unaffable": ["una", "##ffa", "##ble"], "playing": ["play", "##ing"], "plays": ["play", "##s"],
@@ -183,7 +198,10 @@ def check_wordpiece(fn) -> bool:
     Forbidden: the course's tokenizer (``WordPieceTokenizer.wordpiece`` / ``tokenize``), which implements it.
     """
     targets = [(WordPieceTokenizer, "wordpiece"), (WordPieceTokenizer, "tokenize")]
-    for word, want in _TOY_WORDS.items():
+    g = fresh_generator()                                      # one word drawn afresh: no table of the words passes
+    pieces = sorted(p.removeprefix("##") for p in _TOY_VOCAB if p != "[UNK]")
+    drawn = "".join(pieces[fresh_int(0, len(pieces), g)] for _ in range(fresh_int(1, 4, g)))
+    for word, want in [*_TOY_WORDS.items(), (drawn, _greedy_pieces(drawn, _TOY_VOCAB))]:
         with watching(fn, targets) as calls:
             ok, got = attempt(fn, word, set(_TOY_VOCAB))
         if not ok:
