@@ -219,9 +219,7 @@ def check_binary_cross_entropy(fn) -> bool:
         if not is_tensor(got, z.shape, "loss per example", "每个样本的损失"):
             return False
         want = F.binary_cross_entropy_with_logits(z, y, reduction="none")
-        if not _gradient_reaches(got, z_in, torch.sigmoid(z) - y):
-            return False
-        got = got.detach().float()
+        got, got_graph = got.detach().float(), got
         if not torch.isfinite(got).all():
             return fail("inf or nan for z = ±1000: σ(z) rounds to exactly 0 or 1 and its log is −inf. Never take "
                         "the log of σ(z); use log σ(z) = z − log(1 + e^z) with the maximum taken out.",
@@ -234,6 +232,8 @@ def check_binary_cross_entropy(fn) -> bool:
             err = float((got - want).abs().max())
             return fail(f"Wrong values (largest difference {err:.3g}): the loss is log(1 + e^z) − y·z.",
                         f"数值不对（最大差值 {err:.3g}）：损失应为 log(1 + e^z) − y·z。")
+        if not _gradient_reaches(got_graph, z_in, torch.sigmoid(z) - y):
+            return False
     return passed("Correct: a single logit is a two-class softmax over (0, z), so the same max trick keeps it "
                   "finite. PyTorch's version is F.binary_cross_entropy_with_logits.",
                   "正确：一个 logit 就是对 (0, z) 做二分类 softmax，同样的减最大值技巧让它保持有限。"
@@ -269,9 +269,7 @@ def check_soft_cross_entropy(fn) -> bool:
         if not is_tensor(got, (), "loss", "损失"):
             return False
         want = F.cross_entropy(logits, q)
-        if not _gradient_reaches(got, logits_in, (torch.softmax(logits, -1) - q) / len(q)):
-            return False
-        got = got.detach().float()
+        got, got_graph = got.detach().float(), got
         if not torch.isfinite(got):
             return fail("nan or inf: where q is 0 and log p is −inf, 0 · (−inf) = nan. Compute log p with a stable "
                         "log-softmax (never log(softmax(x))): then log p is finite and 0 · log p = 0.",
@@ -285,6 +283,8 @@ def check_soft_cross_entropy(fn) -> bool:
         if not torch.allclose(got, want, atol=1e-4, rtol=1e-5):
             return fail(f"Expected {float(want):.4f}, got {float(got):.4f}: average −Σ_k q_k log p_k over the rows.",
                         f"应为 {float(want):.4f}，实际是 {float(got):.4f}：对每一行算 −Σ_k q_k log p_k，再取平均。")
+        if not _gradient_reaches(got_graph, logits_in, (torch.softmax(logits, -1) - q) / len(q)):
+            return False
     return passed("Correct, for any q. With q = the smoothed one-hot target it equals cross-entropy with label "
                   "smoothing (the third test); with q = a teacher model's softmax it is the distillation loss.",
                   "正确，对任意 q 都成立。q 取平滑后的独热目标时，它就等于带标签平滑的交叉熵（第三个测试）；"
@@ -328,14 +328,6 @@ def check_smoothed_confidence(fn) -> bool:
                         "was run). The exercise is an experiment: train, then measure; the formula comes afterwards.",
                         "你没有训练任何东西就返回了一个数（没有运行损失不断下降的训练循环）。这个练习是一个实验："
                         "先训练，再测量；公式放在最后再看。")
-        floor = _smoothed_entropy(eps, n_classes)
-        if abs(losses_seen[-1] - floor) > 0.05:
-            return fail(f"For ε = {eps}, |V| = {n_classes} the last loss you minimised is {losses_seen[-1]:.3f}; the "
-                        f"label-smoothed cross-entropy cannot go below {floor:.3f} and gets there once trained. "
-                        "Train with label_smoothing=eps until the loss stops falling.",
-                        f"ε = {eps}、|V| = {n_classes} 时，你最后最小化的损失是 {losses_seen[-1]:.3f}；带标签平滑的"
-                        f"交叉熵不可能低于 {floor:.3f}，训练充分时正好到达这个值。请用 label_smoothing=eps "
-                        "训练，直到损失不再下降。")
         try:
             value = float(got)
         except (TypeError, ValueError, RuntimeError):
@@ -352,6 +344,14 @@ def check_smoothed_confidence(fn) -> bool:
                         "(or with a larger learning rate) until the probability stops changing, then read it.",
                         f"ε = {eps}、|V| = {n_classes} 时你测得 {value:.3f}，还没有收敛：训练更久（或用更大的学习率），"
                         "等概率不再变化时再读数。")
+        floor = _smoothed_entropy(eps, n_classes)
+        if abs(losses_seen[-1] - floor) > 0.05:
+            return fail(f"For ε = {eps}, |V| = {n_classes} the last loss you minimised is {losses_seen[-1]:.3f}; the "
+                        f"label-smoothed cross-entropy cannot go below {floor:.3f} and gets there once trained. "
+                        "Train with label_smoothing=eps until the loss stops falling.",
+                        f"ε = {eps}、|V| = {n_classes} 时，你最后最小化的损失是 {losses_seen[-1]:.3f}；带标签平滑的"
+                        f"交叉熵不可能低于 {floor:.3f}，训练充分时正好到达这个值。请用 label_smoothing=eps "
+                        "训练，直到损失不再下降。")
         found.append(f"ε = {eps}, |V| = {n_classes}: {value:.3f}")
     return passed("Measured " + "; ".join(found) + ". The smoothed loss is lowest when the model predicts the "
                   "smoothed target itself, so the confidence stops at 1 − ε + ε/|V|: never 100 %.",

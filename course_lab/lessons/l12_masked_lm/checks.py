@@ -93,6 +93,10 @@ def _judge_bert(ids: torch.Tensor, p: float, got) -> tuple[bool, str, str]:
                     "token, so the model must also care about tokens that look normal.",
                     "被选中的词元全都变成了 <mask>：BERT 会让 10% 保持不变、10% 换成随机词元，"
                     "这样模型对看起来正常的词元也得认真对待。"), "", ""
+    random_tokens = inputs[selected & (inputs != ids) & (inputs != _MASK)]
+    if torch.isin(random_tokens, torch.tensor(_SPECIAL)).any():
+        return fail("A random replacement was a special token (e.g. <pad>): draw from the ordinary tokens only.",
+                    "随机替换时抽到了特殊词元（比如 <pad>）：只能从普通词元里抽。"), "", ""
     for count, q, en, zh in ((masked, 0.8, "<mask>", "<mask>"), (replaced, 0.1, "a random token", "随机词元"),
                              (unchanged, 0.1, "unchanged", "保持不变")):
         if _z(count, n_sel, q) > Z_MAX:
@@ -100,10 +104,6 @@ def _judge_bert(ids: torch.Tensor, p: float, got) -> tuple[bool, str, str]:
                         f"about {100 * q:.0f} % (more than {Z_MAX} standard errors away).",
                         f"p = {p} 时：{n_sel} 个被选中的词元中有 {100 * count / n_sel:.1f}% 是{zh}；应约为 "
                         f"{100 * q:.0f}%（偏离超过 {Z_MAX} 个标准误）。"), "", ""
-    random_tokens = inputs[selected & (inputs != ids) & (inputs != _MASK)]
-    if torch.isin(random_tokens, torch.tensor(_SPECIAL)).any():
-        return fail("A random replacement was a special token (e.g. <pad>): draw from the ordinary tokens only.",
-                    "随机替换时抽到了特殊词元（比如 <pad>）：只能从普通词元里抽。"), "", ""
     return (True, f"{100 * n_sel / n_ordinary:.1f} % selected, of which {100 * masked / n_sel:.0f} % <mask>, "
                   f"{100 * replaced / n_sel:.0f} % random, {100 * unchanged / n_sel:.0f} % unchanged",
             f"选中了 {100 * n_sel / n_ordinary:.1f}%，其中 {100 * masked / n_sel:.0f}% 变成 <mask>，"
