@@ -15,6 +15,7 @@ from course_utils.masks import padding_mask
 
 from ...exercises import (
     also_right_for,
+    as_number,
     attempt,
     fail,
     fixed_id_problem,
@@ -25,6 +26,7 @@ from ...exercises import (
     never_raises,
     other_ids,
     passed,
+    report,
     tensor_problem,
 )
 from . import TARGET_CHARS, make_tokenizers, source_text
@@ -128,11 +130,9 @@ def check_exact_match(fn) -> bool:
         ok, got = attempt(fn, torch.tensor(pred), torch.tensor(ref), E, P)
         if not ok:
             return False
-        try:
-            value = float(got)
-        except (TypeError, ValueError, RuntimeError):
-            return fail(f"Return one number (a float in [0, 1]), got {type(got).__name__}.",
-                        f"应返回一个数（0 到 1 之间的浮点数），实际得到 {type(got).__name__}。")
+        value, problem = as_number(got)
+        if problem:
+            return report(problem, "Return one number (a float in [0, 1])", "应返回一个数（0 到 1 之间的浮点数）")
         if abs(value - expected) > 1e-9:
             return fail(f"For pred={pred} and ref={ref} the exact match is {expected}, you returned {value}."
                         + (f" Hint: {hint_en}." if hint_en else ""),
