@@ -116,23 +116,6 @@ def _reverse_hard_pad(src, pad_id):
     return torch.gather(src, 1, index).masked_fill(positions >= lengths, PAD)
 
 
-def _shift_right_by_helper(tgt_out, bos_id, eos_id, pad_id):
-    return torch.stack(_rows_shifted(tgt_out, bos_id, eos_id, pad_id))
-
-
-def _rows_shifted(tgt_out, bos_id, eos_id, pad_id):
-    out = []
-    for row in tgt_out:
-        r = torch.cat([torch.tensor([bos_id]), row[:-1]])
-        out.append(r.masked_fill(r == eos_id, pad_id))
-    return out
-
-
-def _shift_right_hard_pad(tgt_out, bos_id, eos_id, pad_id):
-    shifted = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
-    return shifted.masked_fill(shifted == eos_id, PAD)
-
-
 # --- lesson 04: the notebook's h, the library's merge -----------------------------------------------------------
 
 def _split_global_h(x, n_heads):
@@ -323,10 +306,6 @@ REFUSALS = {
     },
     "l09_classifier": {
         "check_early_stop": (("patience against the previous loss", _patience_against_previous, "expected"),),
-    },
-    "l10_seq2seq": {
-        "check_shift_right": (("loop in a helper function", _shift_right_by_helper, "loops in Python"),
-                              ("hard-coded pad id", _shift_right_hard_pad, "pad")),
     },
     "l11_gpt": {
         "check_gpt_block_params": (

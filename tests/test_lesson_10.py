@@ -223,17 +223,18 @@ def _raises(*args):
     raise NotImplementedError
 
 
-def test_check_shift_right(capsys):
-    assert l10.check_shift_right(l10_checks._shift_right) is True
-    assert l10.check_shift_right(_raises) is False
+def test_check_visible_labels(capsys):
+    assert l10.check_visible_labels(l10_checks._visible_labels) is True
+    assert l10.check_visible_labels(_raises) is False
     assert "Not attempted" in capsys.readouterr().out
-    keeps_eos = lambda t, b, e, p: torch.cat([torch.full_like(t[:, :1], b), t[:, :-1]], 1)  # noqa: E731
-    assert l10.check_shift_right(keeps_eos) is False
-    assert "<eos>" in capsys.readouterr().out
-    assert l10.check_shift_right(lambda t, b, e, p: t) is False
-    assert l10.check_shift_right(lambda t, b, e, p: 1 / 0) is False
-    assert "ZeroDivisionError" in capsys.readouterr().out
-    assert l10.check_shift_right(lambda t, b, e, p: t[:, 1:]) is False
+    no_shift = lambda t, shifted: torch.tril(torch.ones(t, t, dtype=torch.bool))  # noqa: E731
+    assert l10.check_visible_labels(no_shift) is False
+    assert "The diagonal must be False" in capsys.readouterr().out
+    always_shifted = lambda t, shifted: torch.tril(torch.ones(t, t, dtype=torch.bool), -1)  # noqa: E731
+    assert l10.check_visible_labels(always_shifted) is False
+    assert "the leak the shift prevents" in capsys.readouterr().out
+    assert l10.check_visible_labels(lambda t, shifted: torch.ones(t, t)) is False          # not bool
+    assert "torch.bool" in capsys.readouterr().out
 
 
 def test_check_exact_match(capsys):

@@ -297,6 +297,6 @@ def build_translation_widget(model, src_tok, tgt_tok, number: int = 45_678, beam
 from .checks import (  # noqa: E402, F401
     check_encode_without_positions,
     check_exact_match,
-    check_shift_right,
     check_smoothed_targets,
+    check_visible_labels,
 )

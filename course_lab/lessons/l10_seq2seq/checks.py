@@ -18,71 +18,70 @@ from ...exercises import (
     as_number,
     attempt,
     fail,
-    fixed_id_problem,
     fresh_generator,
     fresh_int,
-    has_python_loop,
     is_tensor,
     never_raises,
-    other_ids,
     passed,
     report,
     tensor_problem,
 )
-from . import TARGET_CHARS, make_tokenizers, source_text
+from . import make_tokenizers, source_text
 
-# --- exercise 1: the decoder input from the labels
-
-def _shift_right(tgt_out: torch.Tensor, bos_id: int, eos_id: int, pad_id: int) -> torch.Tensor:
-    """Reference: labels ``y <eos> <pad>…`` ``(B, T)`` → decoder input ``<bos> y <pad>…`` ``(B, T)``."""
-    shifted = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
-    return shifted.masked_fill(shifted == eos_id, pad_id)
+# --- exercise 1: which labels each prediction can see (derive, then compare with the shift)
 
 
-def _label_batch(seed: int = 10) -> torch.Tensor:
-    """Labels ``y <eos>`` padded, with the vocabulary of make_tokenizers: ids 5.. are characters."""
-    g = torch.Generator().manual_seed(seed)
-    rows = []
-    for length in (5, 1, 3, 5, 0):                 # one row fills the width, one is only <eos>
-        y = torch.randint(5, 5 + len(TARGET_CHARS), (length,), generator=g).tolist()
-        rows.append(y + [3])
-    width = max(len(r) for r in rows)
-    return torch.tensor([r + [0] * (width - len(r)) for r in rows])
+def _visible_labels(t: int, shifted: bool) -> torch.Tensor:
+    """The check's reference: ``(T, T)`` bool, row i (the prediction of ``tgt_out[i]``) × column j (the label
+    ``tgt_out[j]``). With the shift, position i reads ``<bos> tgt_out[:i]``: the labels before it. Fed
+    ``tgt_out`` itself it reads ``tgt_out[:i+1]``: its own label too."""
+    return torch.tril(torch.ones(t, t, dtype=torch.bool), diagonal=-1 if shifted else 0)
 
 
 @never_raises
-def check_shift_right(fn) -> bool:
-    """Exercise 1: ``fn(tgt_out, bos_id, eos_id, pad_id)`` = the teacher-forcing decoder input."""
-    tgt_out = _label_batch()
-    if has_python_loop(fn):
-        return fail("Your function loops in Python: the exercise asks for tensor operations (a shift and a mask), "
-                    "which run on the whole batch at once, on any device.",
-                    "你的函数用了 Python 循环：这道练习要求用张量运算（一次平移加一个掩码），"
-                    "一次处理整个批次，在任何设备上都能跑。")
-    ok, got = attempt(fn, tgt_out.clone(), 2, 3, 0)
-    if not ok or not is_tensor(got, tgt_out.shape, "tgt_in (the shape of tgt_out)", "tgt_in（与 tgt_out 形状相同）"):
-        return False
-    want = _shift_right(tgt_out, 2, 3, 0)
-    if torch.equal(got, want):
-        ids2, special = other_ids(tgt_out, {"bos_id": 2, "eos_id": 3, "pad_id": 0}, fresh_generator())
-        ok, got2 = attempt(fn, ids2.clone(), special["bos_id"], special["eos_id"], special["pad_id"])
-        if not ok:
-            return False
-        if not isinstance(got2, torch.Tensor) or not torch.equal(got2, _shift_right(ids2, **special)):
-            return fixed_id_problem(special)
-        return passed("Correct: every row starts with <bos>, and position i reads y_<i to predict y_i.",
-                      "正确：每一行都以 <bos> 开头，位置 i 读入 y_<i，去预测 y_i。")
-    plain = torch.cat([torch.full_like(tgt_out[:, :1], 2), tgt_out[:, :-1]], dim=1)
-    if torch.equal(got, plain):
-        return fail("Almost: shorter rows still contain <eos> in the input. The decoder never reads <eos> "
-                    "(nothing comes after it): turn it into <pad>.",
-                    "差一点：较短的行在输入里还留着 <eos>。解码器永远不会读入 <eos>（它后面没有要预测的内容了），"
-                    "要把它换成 <pad>。")
-    if got[:, 0].eq(2).all():
-        return fail("The first column is right but the rest is not: it must be tgt_out shifted right by one.",
-                    "第一列对了，后面不对：其余部分应该是 tgt_out 整体右移一位。")
-    return fail(f"Not the expected input. For tgt_out\n{tgt_out}\nit should be\n{want}\nbut is\n{got}",
-                f"结果不对。对于 tgt_out\n{tgt_out}\n应该得到\n{want}\n实际是\n{got}")
+def check_visible_labels(fn) -> bool:
+    """Exercise 1: ``fn(T, shifted) -> (T, T) bool``: may the decoder's prediction at position i depend on the label
+    ``tgt_out[j]``, under the causal mask, when it reads ``tgt_in`` (``shifted=True``) or ``tgt_out`` itself
+    (``shifted=False``, the common mistake)? Several drawn lengths."""
+    g = fresh_generator()
+    lengths = (4, 1, fresh_int(2, 12, g), fresh_int(12, 40, g))
+    for t in lengths:
+        for shifted in (True, False):
+            ok, got = attempt(fn, t, shifted)
+            if not ok:
+                return False
+            what = f"T = {t}, shifted = {shifted}"
+            if not is_tensor(got, (t, t), what, f"T = {t}、shifted = {shifted} 时", dtype=torch.bool):
+                return False
+            want = _visible_labels(t, shifted)
+            if torch.equal(got, want):
+                continue
+            if t > 1 and torch.equal(got, want.T):
+                return fail(f"{what}: your matrix is transposed. Rows are the predictions (position i), columns "
+                            "the labels (tgt_out[j]); a prediction may only depend on labels to its left.",
+                            f"T = {t}、shifted = {shifted} 时：你的矩阵转置了。行是预测（位置 i），列是标签"
+                            "（tgt_out[j]）；一个预测只能依赖它左边的标签。")
+            if shifted and torch.equal(got, _visible_labels(t, False)):
+                return fail(f"{what}: with the shift, position i reads <bos> and tgt_out[:i], not tgt_out[i] "
+                            "itself: the causal mask lets it see tgt_in[:i+1], and tgt_in is tgt_out moved one "
+                            "place right. The diagonal must be False.",
+                            f"T = {t}、shifted = True 时：右移之后，位置 i 读到的是 <bos> 和 tgt_out[:i]，"
+                            "读不到 tgt_out[i] 本身：因果掩码让它看到 tgt_in[:i+1]，而 tgt_in 是 tgt_out 右移一位。"
+                            "对角线必须是 False。")
+            if not shifted and torch.equal(got, _visible_labels(t, True)):
+                return fail(f"{what}: without the shift the decoder reads tgt_out[:i+1], so position i sees the "
+                            "very label it must predict (the diagonal): that is the leak the shift prevents.",
+                            f"T = {t}、shifted = False 时：不右移的话，解码器读入 tgt_out[:i+1]，位置 i "
+                            "就能看到自己要预测的那个标签（对角线）：右移防的正是这种泄漏。")
+            i, j = [int(v) for v in (got != want).nonzero()[0]]
+            return fail(f"{what}: entry [{i}, {j}] should be {bool(want[i, j])}. Which tokens of its input can "
+                        f"position {i} read through the causal mask, and which labels are they?",
+                        f"T = {t}、shifted = {shifted} 时：第 [{i}, {j}] 项应为 {bool(want[i, j])}。"
+                        f"想一想：通过因果掩码，位置 {i} 能读到输入里的哪些词元？它们分别是哪些标签？")
+    return passed("Correct: with the shift every prediction sees only the labels before it (strictly below the "
+                  "diagonal); without it each position sees its own answer, and the model learns to copy.",
+                  "正确：右移之后，每个预测只看得到它之前的标签（严格位于对角线下方）；不右移的话，"
+                  "每个位置都看得到自己的答案，模型就学会了照抄。")
 
 
 # --- exercise 2: exact match
