@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import course_utils
 import course_utils.multihead
+import course_utils.speed
 
 # The items of issue 21 §2, in its words (each must be reproduced at least once below).
 BULLETS = ("another route to the layer", "state_dict / _parameters", "list comprehension", "loop over unbind",
@@ -260,6 +261,9 @@ REFUSALS = {
             ("another route to the layer", _mha_through_linear, "the formula"),
             ("another route to the layer", lambda d, h: _count(type(_MHA)(d, h)), "the formula"),
         ),
+        "check_attention_memory": (
+            ("another alias of the library function", lambda b, h, t: course_utils.speed.attention_weights_bytes(
+                b, h, t), "this exercise's answer"),),
     },
     "l02_positional": {
         "check_rotate": (("dense d x d rotation", _dense_rotation, "d × d"),),

@@ -23,7 +23,6 @@ from ...exercises import (
     passed,
     watching,
 )
-from . import _decoder_layer_params
 
 
 def _decoder_case(seed: int = 7, norm_first: bool = True):
@@ -107,9 +106,14 @@ def check_decoder_layer(fn) -> bool:
                 "以及 x + Sublayer(LayerNorm(x)) 的写法。")
 
 
-def _lean_decoder_layer_params(d_model: int, d_ff: int) -> int:
-    """Exercise 2's count: two attentions and an FFN without biases, three RMSNorms (a gain γ each, no β)."""
-    return 2 * 4 * d_model * d_model + 2 * d_model * d_ff + 3 * d_model
+def _decoder_layer_size(d_model: int, d_ff: int, lean: bool) -> int:
+    """Parameters of a ``DecoderLayer``, counted on the ``meta`` device: the lesson's (biases, LayerNorm) or the
+    lean one of exercise 2 (no biases, RMSNorm)."""
+    from course_utils.layers import DecoderLayer
+
+    options = {"bias": False, "norm": "rms"} if lean else {}
+    with torch.device("meta"):
+        return sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff, **options).parameters())
 
 
 def _decoder_layer_classes() -> list:
@@ -123,8 +127,6 @@ def _decoder_layer_classes() -> list:
 @never_raises
 def check_lean_decoder_layer_params(fn) -> bool:
     """Exercise 2: ``fn(d_model, d_ff)`` = parameters of ``DecoderLayer(..., bias=False, norm="rms")``, by formula."""
-    from course_utils.layers import DecoderLayer
-
     g = fresh_generator()
     cases = [(8, 16), (64, 256), (512, 2048), (4 * fresh_int(1, 65, g), fresh_int(1, 1025, g))]   # one fresh
     results = []
@@ -138,11 +140,10 @@ def check_lean_decoder_layer_params(fn) -> bool:
         return fail("You built a DecoderLayer and counted: the exercise asks for the formula, from the shapes.",
                     "你构建了一个 DecoderLayer 再去数：本题要求由各个矩阵的形状推出公式。")
     for (d_model, d_ff), got in zip(cases, results):
-        with torch.device("meta"):
-            want = sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff, bias=False, norm="rms").parameters())
+        want = _decoder_layer_size(d_model, d_ff, lean=True)
         if got != want:
             hint_en, hint_zh = "", ""
-            if got == _decoder_layer_params(d_model, d_ff):
+            if got == _decoder_layer_size(d_model, d_ff, lean=False):
                 hint_en = " That is the lesson's layer, with biases and LayerNorm β: this one has neither."
                 hint_zh = "这是正文里那个带偏置和层归一化 β 的层：这里两者都没有。"
             elif got == want + 3 * d_model:
@@ -150,7 +151,8 @@ def check_lean_decoder_layer_params(fn) -> bool:
                 hint_zh = "RMSNorm 只有增益 γ，没有 β。"
             return fail(f"For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
                         f"d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
-    share = {d: 1 - _lean_decoder_layer_params(d, f) / _decoder_layer_params(d, f) for d, f in ((32, 64), (512, 2048))}
+    share = {d: 1 - _decoder_layer_size(d, f, lean=True) / _decoder_layer_size(d, f, lean=False)
+             for d, f in ((32, 64), (512, 2048))}
     return passed(f"Correct: 8·d² + 2·d·d_ff + 3·d. The biases and β (12·d + d_ff) are {share[32]:.1%} of the "
                   f"lesson's layer (d = 32, d_ff = 64) and {share[512]:.2%} at d = 512, d_ff = 2048.",
                   f"正确：8·d² + 2·d·d_ff + 3·d。偏置和 β（12·d + d_ff 个）在正文的层（d = 32、d_ff = 64）里占 "

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.masks import padding_mask
+from course_utils.modes import model_device
 
 from ...exercises import (
     also_right_for,
@@ -26,7 +27,7 @@ from ...exercises import (
     report,
     tensor_problem,
 )
-from . import make_tokenizers, source_text
+from .numbers import make_tokenizers, source_text
 
 # --- exercise 1: which labels each prediction can see (derive, then compare with the shift)
 
@@ -279,7 +280,7 @@ def check_encode_without_positions(fn, model=None, src_tok=None, tgt_tok=None) -
 def _anagram_experiment(fn, model, src_tok, tgt_tok) -> None:
     """1,200 and 2,100 through ``fn``: the memory rows are the same set, so the greedy translations are equal."""
     model.eval()
-    device = next(model.parameters()).device
+    device = model_device(model)
     outputs = {}
     for n in ANAGRAMS:
         ids = src_tok.encode(source_text(n))
