@@ -263,7 +263,7 @@ REFUSALS = {
         ),
         "check_attention_memory": (
             ("another alias of the library function", lambda b, h, t: course_utils.speed.attention_weights_bytes(
-                b, h, t), "this exercise's answer"),),
+                b, h, t), "the course's answer"),),
     },
     "l02_positional": {
         "check_rotate": (("dense d x d rotation", _dense_rotation, "d × d"),),

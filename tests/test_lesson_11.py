@@ -10,6 +10,7 @@ from exercise_answers_11 import _min_p, _top_p  # the exercises' reference answe
 
 from course_lab import i18n
 from course_lab.lessons import l11_gpt as l11
+from course_lab.lessons.l11_gpt import checks as l11_checks  # the checks' private reference
 from course_utils.models import GPT
 from course_utils.sampling import top_k_filter
 from course_utils.tokenizers import CharTokenizer
@@ -174,7 +175,7 @@ def _top_k(logits, k):
      lambda d, f: 4 * d * d + 2 * d * f + 5 * d + f, "LayerNorms"),
     (l11.check_min_p, _min_p, lambda z, p: z.masked_fill(torch.softmax(z, -1) < p, float("-inf")), "scales the"),
     (l11.check_min_p, _min_p, lambda z, p: torch.softmax(_min_p(z, p), -1), "not probabilities"),
-    (l11.check_min_p, _min_p, lambda z, p: l11._min_p_filter(z, p), "You called _min_p_filter"),
+    (l11.check_min_p, _min_p, lambda z, p: l11_checks._min_p_filter(z, p), "You called _min_p_filter"),
     (l11.check_top_p, _top_p, lambda z, p: top_k_filter(z, 2), "You called top_k_filter"),
     (l11.check_top_p, _top_p, lambda z, p: _top_k(z, 2), "keep the"),
     (l11.check_top_p, l11.top_p_filter, lambda z, p: _top_p(z, p / 2), "keep the"),

@@ -99,23 +99,23 @@ def check_mha_parameter_count(count: Callable[[int, int], int], lang: str | None
 @never_raises
 def check_attention_memory(fn: Callable[[int, int, int], int], lang: str | None = None) -> bool:
     """Exercise 3: bytes of the float32 attention weights ``(B, h, T, T)`` of one layer, from the shape."""
+    from course_utils import speed
+
     from ...exercises import fail, watching
 
     g = fresh_generator()
     drawn = [(fresh_int(1, 65, g), fresh_int(1, 33, g), fresh_int(1, 4097, g)) for _ in range(3)]  # fresh each run
-    cases = [((b, h, t), b * h * t * t * 4)
+    cases = [((b, h, t), speed.attention_weights_bytes(b, h, t))
              for b, h, t in ((1, 1, 3), (2, 4, 16), (1, 8, 8192), (32, 16, 512), *drawn)]
-    import course_utils.speed
-
-    with watching(fn, [*_mha_classes(), (course_utils.speed, "attention_weights_bytes")]) as calls:
+    with watching(fn, [*_mha_classes(), (speed, "attention_weights_bytes")]) as calls:
         ok, got = attempt(fn, 2, 4, 16)
     if not ok:
         return False
-    if "attention_weights_bytes" in calls:
-        return fail("You called course_utils.speed.attention_weights_bytes: that is this exercise's answer, written "
-                    "in the library for lesson 14. Compute it yourself from the shape (B, h, T, T).",
-                    "你调用了 course_utils.speed.attention_weights_bytes：那是本题的答案，是库里为第 14 课写好的。"
-                    "请自己由形状 (B, h, T, T) 算出来。", lang)
+    if any("attention_weights_bytes" in str(call) for call in calls):
+        return fail("You called course_utils.speed.attention_weights_bytes: that is the course's answer. Compute "
+                    "it yourself from the shape (B, h, T, T) and 4 bytes per float32 number.",
+                    "你调用了 course_utils.speed.attention_weights_bytes：那是课程写好的答案。请自己由形状 "
+                    "(B, h, T, T) 和每个 float32 数占 4 字节算出来。", lang)
     if calls:
         return fail("You ran an attention layer to measure it: compute the size from the shape (B, h, T, T) and "
                     "4 bytes per float32 number.",

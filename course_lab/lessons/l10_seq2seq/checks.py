@@ -118,11 +118,11 @@ def check_exact_match(fn) -> bool:
          "两个张量的宽度可以不同：比较的是序列本身，而不是补齐后的整行"),
     ]
     g = fresh_generator()                               # a drawn batch too: no table of the cases passes
-    ref = torch.randint(5, 9, (6, 4), generator=g)
+    ref = torch.randint(5, 9, (7, 4), generator=g)     # 7 rows: the score is k/7, never a fixed case's 0.5
     pred = ref.clone()
-    pred[:3, fresh_int(0, 4, g)] = 9                    # three rows get one wrong token (maybe after <eos>)
-    ref = torch.cat([ref, torch.full((6, 1), E), torch.full((6, 1), P)], dim=1)
-    pred = torch.cat([pred, torch.full((6, 1), E), torch.randint(5, 9, (6, fresh_int(0, 3, g)), generator=g)], dim=1)
+    pred[:fresh_int(1, 7, g), fresh_int(0, 4, g)] = 9  # some rows get one wrong token
+    ref = torch.cat([ref, torch.full((7, 1), E), torch.full((7, 1), P)], dim=1)
+    pred = torch.cat([pred, torch.full((7, 1), E), torch.randint(5, 9, (7, fresh_int(0, 3, g)), generator=g)], dim=1)
     cut = fresh_int(1, 5, g)
     ref[4, cut:] = torch.tensor([E] + [P] * (ref.shape[1] - cut - 1))  # a shorter reference
     cases.append((pred.tolist(), ref.tolist(), _exact_match(pred, ref, E, P), None, None))
