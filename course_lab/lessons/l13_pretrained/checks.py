@@ -27,6 +27,7 @@ from ...exercises import (
     report,
     say,
     tensor_close,
+    tensor_problem,
     watching,
 )
 
@@ -49,31 +50,43 @@ def _pooling_shortcut(calls, what_en: str, what_zh: str) -> bool:
                 f"你调用了 course_utils 里的 {calls[0]}：这是让库替你做池化。{what_zh}")
 
 
-@never_raises
-def check_mean_pool(fn) -> bool:
-    """Exercise 1: ``fn(hidden (B, T, C), keep (B, T) bool) -> (B, C)``, the mean over the real tokens.
+def _naive_from_masked(mean: torch.Tensor, pad: torch.Tensor, n_real: int, width: int) -> torch.Tensor:
+    """The check's reference: ``hidden.mean(1)`` of one sentence (masked mean ``mean``, ``n_real`` real tokens)
+    padded to ``width`` positions whose vectors are all ``pad``."""
+    return (n_real * mean + (width - n_real) * pad) / width
 
-    Forbidden: ``masked_mean`` (or the encoder's own pooling), the function the exercise asks to write.
-    """
-    hidden, keep = _hidden_and_keep()
-    with watching(fn, _POOLING) as calls:
-        ok, got = attempt(fn, hidden.clone(), keep.clone())
-    if not ok:
-        return False
-    if calls:
-        return _pooling_shortcut(calls, "Write it with the mask: multiply, sum over T, divide by the number of "
-                                 "real tokens.", "请用掩码自己写：相乘、沿 T 求和、再除以真实词元的个数。")
-    want = course_utils.pooling.masked_mean(hidden, keep)
-    if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-            torch.allclose(got.detach().float(), hidden.mean(1), atol=1e-5):
-        return fail("You averaged over all T positions, padding included (the padding vectors here are 50.0). "
-                    "Multiply by the mask and divide by the number of real tokens (keep.sum(1)), not by T.",
-                    "你对全部 T 个位置取了平均，把填充也算进去了（这里填充向量全是 50.0）。先乘以掩码，"
-                    "再除以真实词元的个数（keep.sum(1)），而不是 T。")
-    if not tensor_close(got, want, "mean pooling", "平均池化"):
-        return False
-    return passed("Correct: padding does not change a sentence's vector, on either side.",
-                  "正确：不论填充在哪一边，都不会改变句子的向量。")
+
+@never_raises
+def check_padded_mean(fn) -> bool:
+    """Exercise 1: ``fn(mean (C,), pad (C,), n_real, width) -> (C,)``: what ``hidden.mean(1)`` (padding counted)
+    returns for a sentence whose masked mean is ``mean``, padded with vectors ``pad`` to ``width`` positions.
+    Several drawn sentences; computing it by building a padded tensor is allowed, the formula is the point."""
+    g = fresh_generator()
+    cases = [(torch.randn(fresh_int(2, 9, g), generator=g), fresh_int(1, 8, g)) for _ in range(4)]
+    cases = [(m, torch.randn(m.shape, generator=g), n, n + fresh_int(0, 25, g)) for m, n in cases]
+    cases.append((cases[0][0], cases[0][1], cases[0][2], cases[0][2]))      # no padding: the two means agree
+    for mean, pad, n_real, width in cases:
+        ok, got = attempt(fn, mean.clone(), pad.clone(), n_real, width)
+        if not ok:
+            return False
+        want = _naive_from_masked(mean, pad, n_real, width)
+        if tensor_problem(got, want) is None:
+            continue
+        if tensor_problem(got, (width * mean + n_real * pad) / (width + n_real)) is None or \
+                tensor_problem(got, ((width - n_real) * mean + n_real * pad) / width) is None:
+            return fail("The weights are swapped: the n_real real tokens carry the sentence's mean, the "
+                        "width − n_real padded positions carry pad, and hidden.mean(1) divides the sum by width.",
+                        "权重弄反了：n_real 个真实词元贡献的是句子的平均值，width − n_real 个填充位置贡献的是 pad，"
+                        "而 hidden.mean(1) 是用总和除以 width。")
+        return report(tensor_problem(got, want), f"for n_real = {n_real}, width = {width}",
+                      f"n_real = {n_real}、width = {width} 时")
+    mean, pad = cases[0][0], cases[0][1]
+    short, long_ = (_naive_from_masked(mean, pad, 4, w) for w in (8, 32))
+    cos = float(torch.nn.functional.cosine_similarity(short, long_, dim=0))
+    return passed(f"Correct. The same 4-token sentence padded to 8 and to 32 positions gets two naive means with "
+                  f"cosine {cos:.3f} (the masked mean gives 1.000): the padding, not the words, decides the vector.",
+                  f"正确。同一个 4 个词元的句子，分别填充到 8 个和 32 个位置，两个朴素平均值的余弦相似度是 {cos:.3f}"
+                  "（带掩码的平均则是 1.000）：决定这个向量的是填充，而不是句子里的词。")
 
 
 @never_raises
