@@ -28,6 +28,7 @@ import dis
 import functools
 import inspect
 import math
+import os
 import signal
 import sys
 import textwrap
@@ -196,6 +197,96 @@ def attempt(fn: Callable, *args, **kwargs):
     return bool(ok), result
 
 
+# --- inputs a check draws ------------------------------------------------------------------------------------
+
+
+def fresh_generator() -> torch.Generator:
+    """A generator seeded afresh on every run of a check (from the operating system, so the global RNG is left
+    alone): the inputs a check draws with it differ from run to run, so no table of a previous run's inputs
+    (and no answer tuned to one fixed input) can pass. Correct answers pass for any input."""
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(6), "little"))
+
+
+def fresh_int(low: int, high: int, generator: torch.Generator) -> int:
+    """One integer drawn uniformly from ``[low, high)`` with ``generator``."""
+    return int(torch.randint(low, high, (), generator=generator))
+
+
+def other_ids(ids: torch.Tensor, special: dict[str, int], generator: torch.Generator):
+    """The same batch under a random renumbering of its token ids: ``(ids', special')`` with every id (and each
+    named special id: pad, bos, eos) mapped through one permutation. An answer that uses its arguments gives the
+    renumbered result; one that hard-codes ``0`` for ``<pad>`` does not."""
+    size = max(int(ids.max()), *special.values()) + 1
+    perm = torch.randperm(size, generator=generator)
+    while int(perm[special.get("pad_id", 0)]) == special.get("pad_id", 0):   # the pad id must really move
+        perm = torch.randperm(size, generator=generator)
+    return perm[ids], {name: int(perm[v]) for name, v in special.items()}
+
+
+def fixed_id_problem(special: dict[str, int]) -> bool:
+    """The verdict for an answer right only for the ids of the first case (a hard-coded pad id)."""
+    shown = ", ".join(f"{k} = {v}" for k, v in special.items())
+    return fail(f"Right for the first batch, wrong once the ids are renumbered ({shown}): use the arguments "
+                "(pad_id, ...) instead of a fixed id such as 0.",
+                f"第一个批次对了，但换一套编号（{shown}）后就错了：请使用参数（pad_id 等），"
+                "不要写死某个 ID（比如 0）。")
+
+
+def _same_result(a, b) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return _same(a.detach(), b.detach())
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_result(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def uses_the_generator(fn: Callable, make_args: Callable[[torch.Generator], tuple], lang: str | None = None) -> bool:
+    """True when every random number ``fn`` draws comes from the generator it is given: the same seed gives the
+    same result, another seed another result, and the global RNG is left untouched (``torch.rand`` without
+    ``generator=`` is refused, and the notebook's random state is put back). ``make_args(generator)`` builds the
+    arguments of one call. Otherwise the verdict is printed and False returned."""
+    state = torch.get_rng_state()
+    results = []
+    for seed in (1234, 1234, 98765):
+        ok, result = _call(fn, make_args(torch.Generator().manual_seed(seed)), {}, lang)
+        if not ok:
+            if ok is None:
+                not_attempted(lang)
+            torch.set_rng_state(state)
+            return False
+        results.append(result)
+    touched = not torch.equal(torch.get_rng_state(), state)
+    torch.set_rng_state(state)
+    if touched:
+        return fail("Your function draws from the global random generator (torch.rand / randint without "
+                    "generator=...): pass generator=generator to every draw, so that a seed reproduces the masking.",
+                    "你的函数使用了全局随机数生成器（torch.rand / randint 没有传 generator=...）："
+                    "请在每一次抽样时都传入 generator=generator，这样同一个种子才能复现同样的结果。", lang)
+    if not _same_result(results[0], results[1]):
+        return fail("The same generator seed gave two different results: draw every random number from the "
+                    "generator argument.",
+                    "同一个生成器种子给出了两个不同的结果：所有随机数都应该从参数 generator 里抽取。", lang)
+    if _same_result(results[0], results[2]):
+        return fail("Two different generator seeds gave the same result: the generator argument is not used. "
+                    "Draw with torch.rand(..., generator=generator).",
+                    "两个不同的生成器种子给出了相同的结果：参数 generator 没有被使用。"
+                    "请用 torch.rand(..., generator=generator) 抽样。", lang)
+    return True
+
+
+def also_right_for(fn: Callable, args: tuple, want, compare: Callable, lang: str | None = None) -> bool:
+    """One more case, drawn by the check on this run: call ``fn(*args)`` and compare with ``want``
+    (``compare(got, want)`` returns None or a problem). True when it agrees; else the verdict is printed."""
+    ok, got = _call(fn, tuple(args), {}, lang)
+    if ok is None:
+        return not_attempted(lang)
+    if not ok:
+        return False
+    shown = ", ".join(_short(a) for a in args)
+    return report(compare(got, want), f"Not yet, for the drawn input ({shown})", f"还不对，抽取的输入为 ({shown}) 时",
+                  lang)
+
+
 # --- what is wrong with a result ------------------------------------------------------------------------------
 
 
@@ -324,7 +415,14 @@ def run_check(student: Callable, cases: Iterable, compare: Callable = equal_prob
 
 
 class Calls(list):
-    """Names of the watched functions that were called (see :func:`watching`); empty when none was."""
+    """Names of the watched functions that were called (see :func:`watching`); empty when none was.
+
+    ``records`` keeps each call's ``(name, args, kwargs)``, for a check that judges *how* a function was used
+    (e.g. the losses an experiment backpropagated)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.records: list[tuple[str, tuple, dict]] = []
 
 
 # Where a watched function may be reached under another name: the public modules of PyTorch a student imports
@@ -368,6 +466,7 @@ def watching(fn: Callable, targets: Iterable[tuple[object, str]]):
 
         def spy(*args, __original=original, __label=label, **kwargs):
             calls.append(__label)
+            calls.records.append((__label, args, kwargs))
             return __original(*args, **kwargs)
 
         own = isinstance(owner, type) and name not in vars(owner)    # inherited: delete again on exit
@@ -390,6 +489,38 @@ def watching(fn: Callable, targets: Iterable[tuple[object, str]]):
                 delattr(owner, name)
             else:
                 setattr(owner, name, original)
+
+
+# --- how much memory an answer uses ------------------------------------------------------------------------------
+
+
+class Sizes:
+    """What :func:`tracking_sizes` saw: ``largest``, the most elements of any tensor an operation produced."""
+
+    def __init__(self):
+        self.largest = 0
+
+
+@contextlib.contextmanager
+def tracking_sizes():
+    """Within the block, record the size of every tensor any torch operation produces (factories included), by
+    a dispatch mode: a check that asks for O(d) work refuses an answer that builds a d × d matrix, whatever
+    function builds it (``torch.zeros`` and strided assignment, ``block_diag``, ``diag_embed``, ...)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    sizes = Sizes()
+
+    class _Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for leaf in tree_leaves(out):
+                if isinstance(leaf, torch.Tensor):
+                    sizes.largest = max(sizes.largest, leaf.numel())
+            return out
+
+    with _Record():
+        yield sizes
 
 
 # --- "no Python loops": one detector for every check -------------------------------------------------------------

@@ -12,23 +12,21 @@ from course_lab.lessons.l10_seq2seq import checks as c10
 from course_utils.masks import padding_mask
 
 
-def _shift_right(tgt_out, bos_id, eos_id, pad_id):
-    shifted = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
-    return shifted.masked_fill(shifted == eos_id, pad_id)
+def _visible_labels(t, shifted):
+    return torch.tril(torch.ones(t, t, dtype=torch.bool), diagonal=-1 if shifted else 0)
 
 
-def _shift_right_keeps_eos(tgt_out, bos_id, eos_id, pad_id):
-    return torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
+def _visible_ignoring_the_shift(t, shifted):       # the causal mask alone, as if it hid the label too
+    return torch.tril(torch.ones(t, t, dtype=torch.bool))
 
 
-def _shift_right_row_by_row(tgt_out, bos_id, eos_id, pad_id):
-    out = torch.full_like(tgt_out, pad_id)
-    for row in range(tgt_out.shape[0]):
-        out[row, 0] = bos_id
-        for col in range(1, tgt_out.shape[1]):
-            token = int(tgt_out[row, col - 1])
-            out[row, col] = pad_id if token == eos_id else token
-    return out
+def _visible_transposed(t, shifted):               # rows and columns swapped: the future instead of the past
+    return _visible_labels(t, shifted).T
+
+
+def _visible_for_one_length(t, shifted):           # the notebook's T = 4 only, hard-coded
+    table = torch.tensor([[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0]], dtype=torch.bool)
+    return table if shifted else table | torch.eye(4, dtype=torch.bool)
 
 
 def _exact_match(pred, ref, eos_id, pad_id):
@@ -83,8 +81,8 @@ def _without_positions_in_place(model, src):
 
 
 L10 = [
-    Answer("check_shift_right", _shift_right, wrong=_shift_right_keeps_eos, shortcut=_shift_right_row_by_row,
-           says="loops in Python"),
+    Answer("check_visible_labels", _visible_labels, wrong=_visible_ignoring_the_shift, shortcut=_visible_transposed,
+           says="transposed", also=((_visible_for_one_length, "expected shape"),)),
     Answer("check_exact_match", _exact_match, wrong=_exact_match_ignoring_eos, shortcut=_exact_match_padded_rows,
            says="tokens after <eos> do not count"),
     Answer("check_smoothed_targets", _smoothed, wrong=_smoothed_keeps_padding, shortcut=_smoothed_other_convention,

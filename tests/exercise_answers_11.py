@@ -15,21 +15,25 @@ def _min_p(logits, p_base):
     return logits.masked_fill(probs < p_base * probs.amax(-1, keepdim=True), float("-inf"))
 
 
-def _top_p(logits, p):
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits, dim=-1)
-    before = probs.cumsum(-1) - probs
-    drop = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= p)
-    return logits.masked_fill(drop, float("-inf"))
+def _p_range(probs, k):
+    best = probs.sort(descending=True).values
+    return float(best[:k - 1].sum()), float(best[:k].sum())
 
 
-def _top_p_including_itself(logits, p):
-    """The off-by-one: keep a token while the mass *including* it is <= p (drops the token that reaches p)."""
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits, dim=-1)
-    drop = probs.cumsum(-1) > p
-    drop[..., 0] = False                                                  # the best token always stays
-    return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+def _p_range_including_itself(probs, k):          # the off-by-one: the range that keeps k + 1 tokens
+    best = probs.sort(descending=True).values
+    return float(best[:k].sum()), float(best[:k + 1].sum())
+
+
+def _p_range_by_search(probs, k):                  # tries many p with the library's filter: a search, not a derivation
+    logits = probs.log()
+    kept = [(p / 1000, int(torch.isfinite(top_p_filter(logits, p / 1000)).sum())) for p in range(1, 1001)]
+    inside = [p for p, n in kept if n == k]
+    return min(inside) - 0.001, max(inside)
+
+
+def _p_range_unsorted(probs, k):                   # adds up in vocabulary order
+    return float(probs[:k - 1].sum()), float(probs[:k].sum())
 
 
 def _count_a_built_block(d, f):
@@ -44,8 +48,8 @@ L11 = [
     Answer("check_min_p", _min_p,
            wrong=lambda z, p: z.masked_fill(torch.softmax(z, -1) < p, float("-inf")),     # absolute threshold
            shortcut=lambda z, p: top_p_filter(z, 1 - p), says="write the filter yourself"),
-    Answer("check_top_p", _top_p, wrong=_top_p_including_itself,
-           shortcut=lambda z, p: top_p_filter(z, p), says="write the filter yourself"),
+    Answer("check_top_p_range", _p_range, wrong=_p_range_including_itself, shortcut=_p_range_by_search,
+           says="searching for p", also=((_p_range_unsorted, "vocabulary order"),)),
 ]
 
 ANSWERS = {"l11_gpt": L11}

@@ -55,8 +55,11 @@ def _tokenizer_wordpiece(word, vocab):
 
 
 L13 = [
-    Answer("check_mean_pool", _mean_pool, wrong=lambda hidden, keep: hidden.mean(1),       # padding votes
-           shortcut=lambda hidden, keep: masked_mean(hidden, keep), says="doing the pooling for you"),
+    Answer("check_padded_mean", lambda m, pad, n, t: (n * m + (t - n) * pad) / t,
+           wrong=lambda m, pad, n, t: (m + pad) / 2,                                     # the two just averaged
+           shortcut=lambda m, pad, n, t: (t * m + n * pad) / (t + n), says="weights are swapped",
+           also=((lambda m, pad, n, t: torch.cat([m.expand(n, -1), pad.expand(t - n, -1)]).mean(0)[None],
+                  "expected shape"),)),
     Answer("check_cls_pool", _cls_pool, wrong=lambda hidden, keep: hidden[:, 0],            # right padding only
            shortcut=lambda hidden, keep: masked_mean(hidden, keep), says="compares the [CLS] vector with that mean"),
     Answer("check_symmetric_loss", _symmetric, wrong=_one_way,                             # one direction only

@@ -7,6 +7,7 @@ as ``raise NotImplementedError`` means "not attempted yet". Every ``check_*`` fu
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -317,6 +318,30 @@ ALSO = [pytest.param(lesson, a.check, a.args, wrong, says, id=f"{lesson}.{a.chec
         for lesson, answers in ALL_ANSWERS.items() for a in answers for i, (wrong, says) in enumerate(a.also)]
 
 
+def _issue_refusals() -> list:
+    """tests/exercise_refusals.py: every shortcut and wrong answer of issue 21 §2, with the check's extra arguments
+    taken from the lesson's answer table."""
+    import exercise_refusals as refusals
+
+    args = {(lesson, a.check): a.args for lesson, answers in ALL_ANSWERS.items() for a in answers}
+    return [pytest.param(lesson, check, args[lesson, check], wrong, says, id=f"{lesson}.{check}.{bullet}.{i}")
+            for lesson, table in refusals.REFUSALS.items() for check, entries in table.items()
+            for i, (bullet, wrong, says) in enumerate(entries)]
+
+
+ALSO += _issue_refusals()
+
+
+def test_every_item_of_issue_21_is_reproduced():
+    import exercise_refusals as refusals
+
+    covered = {bullet for table in refusals.REFUSALS.values() for entries in table.values()
+               for bullet, _, _ in entries}
+    covered.add("table of the check's inputs")          # test_every_check_refuses_a_table_of_its_own_inputs
+    assert covered == set(refusals.BULLETS), sorted(set(refusals.BULLETS) ^ covered)
+    assert len(ALSO) >= 55
+
+
 @pytest.mark.parametrize("lesson, check_name, args, wrong, says", ALSO)
 def test_every_check_refuses_the_other_shortcuts_and_wrong_answers(lesson, check_name, args, wrong, says,
                                                                      monkeypatch, capsys):
@@ -420,15 +445,6 @@ def test_watching_sees_every_alias_and_every_route_to_a_class():
 
 # --- no public name in course_lab computes an exercise's answer (issue 21 §4) ------------------------------------
 
-# Still public, used by the lesson's prose before its exercise or by another developer's lessons (09, 10 are being
-# rewritten in parallel): each must become private. The test fails when a name is fixed (remove it here) or added.
-STILL_PUBLIC = {("l09_classifier", "early_stop"), ("l09_classifier", "prepend_cls"),
-                ("l09_classifier", "majority_baseline"), ("l09_classifier", "masked_max_pool"),
-                ("l10_seq2seq", "exact_match"), ("l10_seq2seq", "smoothed_targets"),
-                ("l10_seq2seq", "encode_without_positions"), ("l10_seq2seq", "cross_attention"),
-                ("l14_fast", "attention_weights_bytes")}
-
-
 def _exercise_stub_names() -> set[str]:
     """The functions the lessons ask the student to write: ``def name(...)`` in a cell that raises
     NotImplementedError."""
@@ -453,7 +469,108 @@ def test_no_public_name_in_course_lab_is_an_exercise_stub():
     for info in pkgutil.iter_modules(lessons_pkg.__path__):
         module = importlib.import_module(f"course_lab.lessons.{info.name}")
         found |= {(info.name, name) for name in stubs if hasattr(module, name)}
-    assert found == STILL_PUBLIC, (sorted(found - STILL_PUBLIC), sorted(STILL_PUBLIC - found))
+    assert not found, f"public names that are exercise stubs (make them private): {sorted(found)}"
     for lesson in ("l05_masking", "l07_encoder_decoder"):    # their reference solutions are private
         module = importlib.import_module(f"course_lab.lessons.{lesson}")
         assert not [n for n in vars(module) if n.startswith("reference_")], lesson
+
+
+# --- no public function of course_lab passes a check (issue 21 §4, by behaviour) -------------------------------
+
+_NOT_ANSWERS = ("build_", "plot_", "render_", "load_", "print_", "show_", "save_")   # figures, widgets, files
+
+
+def _public_functions() -> list[tuple[str, object]]:
+    """Every public function the student can reach in course_lab: its modules and every lesson's names."""
+    import course_lab
+
+    modules = [course_lab] + [importlib.import_module(f"course_lab.{m.name}")
+                              for m in pkgutil.iter_modules(course_lab.__path__) if m.name != "lessons"]
+    modules += [importlib.import_module(f"course_lab.lessons.{m.name}")
+                for m in pkgutil.iter_modules(lessons_pkg.__path__)]
+    found = {}
+    for module in modules:
+        for name, fn in vars(module).items():
+            if (inspect.isfunction(fn) and not name.startswith(("_", "check_")) and not name.startswith(_NOT_ANSWERS)
+                    and fn.__module__.startswith("course_lab") and fn.__module__ != ex.__name__):
+                found.setdefault(id(fn), (f"{module.__name__.split('.')[-1]}.{name}", fn))
+    return sorted(found.values(), key=lambda pair: pair[0])
+
+
+def _takes(fn, n: int) -> bool:
+    try:
+        inspect.signature(fn).bind(*range(n))
+        return True
+    except TypeError:
+        return False
+
+
+def _positional_count(fn) -> int:
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in kinds for p in inspect.signature(fn).parameters.values())
+
+
+PUBLIC = _public_functions()
+AS_ANSWER = [pytest.param(lesson, a, id=f"{lesson}.{a.check}")
+             for lesson, answers in ALL_ANSWERS.items() for a in answers]
+
+
+@pytest.mark.parametrize("lesson, answer", AS_ANSWER)
+def test_no_public_function_of_course_lab_passes_a_check(lesson, answer, monkeypatch, capsys):
+    """Every public function of course_lab whose signature fits the exercise's is handed to its check as the
+    answer: none may pass (an answer helper would, whatever its name)."""
+    monkeypatch.setattr(ex, "TIME_LIMIT_S", 3.0)
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), answer.check)
+    n = _positional_count(answer.correct)
+    passed_ = [name for name, fn in PUBLIC if _takes(fn, n) and check(fn, *answer.args)]
+    capsys.readouterr()
+    assert not passed_, f"{answer.check} accepts the public course_lab function(s) {passed_}: make them private"
+
+
+# --- a table of the check's inputs is refused: every check draws fresh inputs on every run (issue 21 §2) ----------
+
+def _key(value):
+    """A hashable fingerprint of one argument: tensors by dtype, shape and bytes, containers element-wise."""
+    if isinstance(value, torch.Tensor):
+        with torch._C.DisableTorchFunctionSubclass():      # a check's recording subclass must not see this
+            data = value.detach().cpu().contiguous().numpy().tobytes()
+        return ("tensor", str(value.dtype), tuple(value.shape), data)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _key(v)) for k, v in value.items())))
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    return ("object", id(value))                       # a model, a tokenizer: the same object every run
+
+
+class _Table:
+    """The student who learnt the check's inputs by heart: records the correct answer for every input of one run
+    of the check, then answers from the table only (anything else: the answer for the first input it saw)."""
+
+    def __init__(self, correct):
+        self.correct, self.table, self.recording = correct, {}, True
+        functools.update_wrapper(self, correct)
+
+    def __call__(self, *args):
+        key = tuple(_key(a) for a in args)
+        if self.recording:
+            self.table[key] = self.correct(*args)
+            return self.table[key]
+        if key in self.table:
+            return self.table[key]
+        return next(iter(self.table.values()))
+
+
+TABLED = [pytest.param(lesson, a, id=f"{lesson}.{a.check}") for lesson, answers in ALL_ANSWERS.items()
+          for a in answers if _positional_count(a.correct) > 0]
+
+
+@pytest.mark.parametrize("lesson, answer", TABLED)
+def test_every_check_refuses_a_table_of_its_own_inputs(lesson, answer, capsys):
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), answer.check)
+    table = _Table(answer.correct)
+    assert check(table, *answer.args) is True, capsys.readouterr().out
+    table.recording = False
+    assert check(table, *answer.args) is False, f"{answer.check} passes a table of the inputs of its last run"
+    assert "✗" in capsys.readouterr().out

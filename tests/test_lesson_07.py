@@ -37,10 +37,10 @@ def test_base_model_counts():
     assert l07.measured_breakdown(base) == l07.parameter_breakdown(share_embeddings=True, tie_output=True)
     untied = l07.build_base_model(share_embeddings=False, tie_output=False)
     assert sum(p.numel() for p in untied.parameters()) == 63_119_496 + 2 * 37000 * 512
-    assert l07.decoder_layer_params(512, 2048) == 8 * 512 ** 2 + 2 * 512 * 2048 + 2048 + 15 * 512
+    assert l07._decoder_layer_params(512, 2048) == 8 * 512 ** 2 + 2 * 512 * 2048 + 2048 + 15 * 512
     with torch.device("meta"):
         layer = cu.DecoderLayer(512, 8, 2048)
-    assert sum(p.numel() for p in layer.parameters()) == l07.decoder_layer_params(512, 2048)
+    assert sum(p.numel() for p in layer.parameters()) == l07._decoder_layer_params(512, 2048)
 
 
 def test_breakdown_does_not_depend_on_heads_and_validates():
@@ -253,7 +253,7 @@ def _lean(d_model: int, d_ff: int) -> int:
 
 def test_check_lean_decoder_layer_params(capsys):
     assert l07.check_lean_decoder_layer_params(_lean) is True
-    assert l07.check_lean_decoder_layer_params(l07.decoder_layer_params) is False
+    assert l07.check_lean_decoder_layer_params(l07._decoder_layer_params) is False
     assert "biases" in capsys.readouterr().out
     assert l07.check_lean_decoder_layer_params(lambda d, f: _lean(d, f) + 3 * d) is False
     assert "no β" in capsys.readouterr().out

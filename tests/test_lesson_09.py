@@ -12,6 +12,7 @@ import torch
 
 from course_lab import i18n
 from course_lab.lessons import l09_classifier as l09
+from course_lab.lessons.l09_classifier import checks as l09_checks  # the checks' private references
 
 matplotlib.use("Agg")
 
@@ -260,7 +261,7 @@ def baseline_always_one(train, dev):
 
 
 @pytest.mark.parametrize("check, good, bads", [
-    (l09.check_max_pool, l09.masked_max_pool, [max_pool_unmasked, max_pool_multiplied, max_pool_wrong_dim]),
+    (l09.check_max_pool, l09_checks._masked_max_pool, [max_pool_unmasked, max_pool_multiplied, max_pool_wrong_dim]),
     (l09.check_prepend_cls, cls_good, [cls_at_the_end, cls_overwrites, cls_drops_the_last]),
     (l09.check_majority_baseline, baseline_good, [baseline_peeking, baseline_always_one]),
 ])
@@ -302,7 +303,7 @@ def test_checks_never_raise(check, capsys):
 
 
 def stop_good(losses, patience):
-    return l09.early_stop(losses, patience)
+    return l09_checks._early_stop(losses, patience)
 
 
 def stop_in_hindsight(losses, patience):
@@ -310,11 +311,11 @@ def stop_in_hindsight(losses, patience):
 
 
 def stop_one_late(losses, patience):
-    return l09.early_stop(losses, patience + 1)
+    return l09_checks._early_stop(losses, patience + 1)
 
 
 def stop_swapped(losses, patience):
-    return l09.early_stop(losses, patience)[::-1]
+    return l09_checks._early_stop(losses, patience)[::-1]
 
 
 def test_check_early_stop(capsys):
@@ -336,9 +337,9 @@ def test_check_early_stop(capsys):
     ([5.0], 3, (0, 0)),
 ])
 def test_reference_early_stop(losses, patience, want):
-    assert l09.early_stop(losses, patience) == want
+    assert l09_checks._early_stop(losses, patience) == want
     with pytest.raises(ValueError):
-        l09.early_stop(losses, 0)
+        l09_checks._early_stop(losses, 0)
 
 
 def test_checks_speak_chinese(capsys):
@@ -350,8 +351,8 @@ def test_checks_speak_chinese(capsys):
 
 
 def test_reference_baseline():
-    assert l09.majority_baseline([1, 1, 0], [0, 0, 1, 1]) == 0.5
-    assert l09.majority_baseline([1] * 10, [1] * 4) == 1.0
-    assert l09.majority_baseline([0, 1], [0, 0, 1]) == pytest.approx(2 / 3)    # a tie: the smaller label
+    assert l09_checks._majority_baseline([1, 1, 0], [0, 0, 1, 1]) == 0.5
+    assert l09_checks._majority_baseline([1] * 10, [1] * 4) == 1.0
+    assert l09_checks._majority_baseline([0, 1], [0, 0, 1]) == pytest.approx(2 / 3)    # a tie: the smaller label
     with pytest.raises(ValueError):
-        l09.majority_baseline([], [1])
+        l09_checks._majority_baseline([], [1])

@@ -14,6 +14,7 @@ import torch
 
 from course_lab import i18n, viz
 from course_lab.lessons import l10_seq2seq as l10
+from course_lab.lessons.l10_seq2seq import checks as l10_checks  # the checks' private references
 from course_utils.decoding import beam_search
 from course_utils.models import Transformer
 
@@ -98,7 +99,7 @@ def test_translate_and_cross_attention(tiny, toks):
     assert len(greedy) == len(beam) == 3 and all(isinstance(t, str) and len(t) <= 6 for t in greedy + beam)
     with pytest.raises(ValueError, match="greedy"):
         l10.translate(tiny, [1], src_tok, tgt_tok, "sample")
-    attn = l10.cross_attention(tiny, 45678, src_tok, tgt_tok, output="四万")
+    attn = l10.cross_attention_maps(tiny, 45678, src_tok, tgt_tok, output="四万")
     assert attn["source"] == src_tok.tokenize(l10.source_text(45678))
     assert attn["target"] == ["四", "万", "<eos>"]
     w = attn["weights"]
@@ -148,7 +149,7 @@ def test_plot_lr_schedule():
 
 
 def test_plot_cross_attention_means(tiny, toks):
-    attn = l10.cross_attention(tiny, 312, *toks, output="三百")
+    attn = l10.cross_attention_maps(tiny, 312, *toks, output="三百")
     fig = l10.plot_cross_attention(attn, lang="en")
     np.testing.assert_allclose(fig.axes[0].images[0].get_array(), attn["weights"].mean((0, 1)).numpy(), rtol=1e-6)
     fig = l10.plot_cross_attention(attn, layer=1, head=1, lang="zh")
@@ -192,7 +193,7 @@ def test_widget_text_box_wins_and_validates(widget):
 
 def test_widget_layer_and_head(widget, tiny, toks):
     s = widget.set(number=312, text="", layer=-1, head=-1)
-    attn = l10.cross_attention(tiny, 312, *toks, output=s["greedy"])
+    attn = l10.cross_attention_maps(tiny, 312, *toks, output=s["greedy"])
     np.testing.assert_allclose(s["weights"], attn["weights"].mean((0, 1)).numpy(), rtol=1e-6)
     widget.controls["layer"].value = 0
     widget.controls["head"].value = 1
@@ -223,21 +224,22 @@ def _raises(*args):
     raise NotImplementedError
 
 
-def test_check_shift_right(capsys):
-    assert l10.check_shift_right(l10.shift_right) is True
-    assert l10.check_shift_right(_raises) is False
+def test_check_visible_labels(capsys):
+    assert l10.check_visible_labels(l10_checks._visible_labels) is True
+    assert l10.check_visible_labels(_raises) is False
     assert "Not attempted" in capsys.readouterr().out
-    keeps_eos = lambda t, b, e, p: torch.cat([torch.full_like(t[:, :1], b), t[:, :-1]], 1)  # noqa: E731
-    assert l10.check_shift_right(keeps_eos) is False
-    assert "<eos>" in capsys.readouterr().out
-    assert l10.check_shift_right(lambda t, b, e, p: t) is False
-    assert l10.check_shift_right(lambda t, b, e, p: 1 / 0) is False
-    assert "ZeroDivisionError" in capsys.readouterr().out
-    assert l10.check_shift_right(lambda t, b, e, p: t[:, 1:]) is False
+    no_shift = lambda t, shifted: torch.tril(torch.ones(t, t, dtype=torch.bool))  # noqa: E731
+    assert l10.check_visible_labels(no_shift) is False
+    assert "The diagonal must be False" in capsys.readouterr().out
+    always_shifted = lambda t, shifted: torch.tril(torch.ones(t, t, dtype=torch.bool), -1)  # noqa: E731
+    assert l10.check_visible_labels(always_shifted) is False
+    assert "the leak the shift prevents" in capsys.readouterr().out
+    assert l10.check_visible_labels(lambda t, shifted: torch.ones(t, t)) is False          # not bool
+    assert "torch.bool" in capsys.readouterr().out
 
 
 def test_check_exact_match(capsys):
-    assert l10.check_exact_match(l10.exact_match) is True
+    assert l10.check_exact_match(l10_checks._exact_match) is True
     assert l10.check_exact_match(_raises) is False
     assert "raise NotImplementedError" in capsys.readouterr().out
 
@@ -250,11 +252,11 @@ def test_check_exact_match(capsys):
     assert "first <eos>" in capsys.readouterr().out
     assert l10.check_exact_match(lambda p, r, e, pad: (p == r).all(1).float().mean()) is False  # widths differ
     assert l10.check_exact_match(lambda p, r, e, pad: "yes") is False
-    torch.testing.assert_close(l10.exact_match(torch.tensor([[5, 3, 7]]), torch.tensor([[5, 3]]), 3, 0), 1.0)
+    torch.testing.assert_close(l10_checks._exact_match(torch.tensor([[5, 3, 7]]), torch.tensor([[5, 3]]), 3, 0), 1.0)
 
 
 def test_check_smoothed_targets(capsys):
-    assert l10.check_smoothed_targets(l10.smoothed_targets) is True
+    assert l10.check_smoothed_targets(l10_checks._smoothed_targets) is True
     assert l10.check_smoothed_targets(_raises) is False
     assert "Not attempted" in capsys.readouterr().out
 
@@ -279,13 +281,13 @@ def test_check_smoothed_targets(capsys):
     assert "shape" in capsys.readouterr().out
     assert l10.check_smoothed_targets(lambda t, v, eps, pad: None.shape) is False     # a crash is a verdict
     assert "AttributeError" in capsys.readouterr().out
-    q = l10.smoothed_targets(torch.tensor([5, 0]), 19, 0.1, 0)
+    q = l10_checks._smoothed_targets(torch.tensor([5, 0]), 19, 0.1, 0)
     assert math.isclose(float(q[0, 5]), 0.9 + 0.1 / 19, rel_tol=1e-6) and float(q[1].sum()) == 0.0
 
 
 def test_check_encode_without_positions_runs_the_anagram_experiment(capsys):
     model, src_tok, tgt_tok = l10.checks._tiny_model()
-    assert l10.check_encode_without_positions(l10.encode_without_positions, model, src_tok, tgt_tok) is True
+    assert l10.check_encode_without_positions(l10_checks._encode_without_positions, model, src_tok, tgt_tok) is True
     out = capsys.readouterr().out
     assert "one translation for both" in out          # 1,200 and 2,100: same memory rows, same output
     assert l10.check_encode_without_positions(lambda m, s: m.encode(s)[0]) is False

@@ -6,12 +6,12 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
-from exercise_answers_11 import _min_p, _top_p  # the exercises' reference answers
+from exercise_answers_11 import _min_p  # the exercises' reference answers
 
 from course_lab import i18n
 from course_lab.lessons import l11_gpt as l11
+from course_lab.lessons.l11_gpt import checks as l11_checks  # the checks' private reference
 from course_utils.models import GPT
-from course_utils.sampling import top_k_filter
 from course_utils.tokenizers import CharTokenizer
 
 matplotlib.use("Agg")
@@ -174,11 +174,13 @@ def _top_k(logits, k):
      lambda d, f: 4 * d * d + 2 * d * f + 5 * d + f, "LayerNorms"),
     (l11.check_min_p, _min_p, lambda z, p: z.masked_fill(torch.softmax(z, -1) < p, float("-inf")), "scales the"),
     (l11.check_min_p, _min_p, lambda z, p: torch.softmax(_min_p(z, p), -1), "not probabilities"),
-    (l11.check_min_p, _min_p, lambda z, p: l11.min_p_filter(z, p), "You called min_p_filter"),
-    (l11.check_top_p, _top_p, lambda z, p: top_k_filter(z, 2), "You called top_k_filter"),
-    (l11.check_top_p, _top_p, lambda z, p: _top_k(z, 2), "keep the"),
-    (l11.check_top_p, l11.top_p_filter, lambda z, p: _top_p(z, p / 2), "keep the"),
-    (l11.check_top_p, _top_p, lambda z, p: torch.softmax(_top_p(z, p), -1), "not probabilities"),
+    (l11.check_min_p, _min_p, lambda z, p: l11_checks._min_p_filter(z, p), "You called _min_p_filter"),
+    (l11.check_top_p_range, lambda v, k: (float(v.sort(descending=True).values[:k - 1].sum()),
+                                          float(v.sort(descending=True).values[:k].sum())),
+     lambda v, k: (0.0, float(v.sort(descending=True).values[:k].sum())), "expected"),
+    (l11.check_top_p_range, lambda v, k: (float(v.sort(descending=True).values[:k - 1].sum()),
+                                          float(v.sort(descending=True).values[:k].sum())),
+     lambda v, k: "0.3 to 0.6", "Return a pair"),
     (l11.check_gpt_block_params, lambda d, f: 4 * d * d + 2 * d * f + 9 * d + f,
      lambda d, f: sum(p.numel() for p in GPT(9, n_layers=1, n_heads=4, d_model=d, d_ff=f).blocks.layers[0]
                       .parameters()), "built module"),

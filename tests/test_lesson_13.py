@@ -224,11 +224,13 @@ def test_cls_pool_is_position_zero_for_the_course_tokenizer(tiny):
     assert l13.check_cls_pool(cls_pool) is True
 
 
-def test_mean_pool_shortcut_through_the_encoder_is_refused(tiny, capsys):
-    model, _ = tiny
-    assert l13.check_mean_pool(lambda hidden, keep: model.pool(hidden, keep)) is False
-    assert "doing the pooling for you" in capsys.readouterr().out
-    assert model.pool.__func__ is type(model).pool                  # watching() restored the class attribute
+def test_padded_mean_accepts_the_formula_and_a_padded_tensor(capsys):
+    formula = lambda m, pad, n, t: (n * m + (t - n) * pad) / t                          # noqa: E731
+    by_tensor = lambda m, pad, n, t: torch.cat([m.expand(n, -1), pad.expand(t - n, -1)]).mean(0)  # noqa: E731
+    assert l13.check_padded_mean(formula) is True and l13.check_padded_mean(by_tensor) is True
+    assert "the padding, not the words" in capsys.readouterr().out
+    assert l13.check_padded_mean(lambda m, pad, n, t: m) is False                       # the masked mean itself
+    assert "n_real" in capsys.readouterr().out
 
 
 def test_fine_tuning_figures_in_the_text_are_the_measured_ones():
@@ -245,7 +247,7 @@ def test_fine_tuning_figures_in_the_text_are_the_measured_ones():
     assert f"{steps * run['settings']['batch_size']:,}" in text                       # phrases seen
 
 
-@pytest.mark.parametrize("check", [l13.check_mean_pool, l13.check_cls_pool, l13.check_symmetric_loss,
+@pytest.mark.parametrize("check", [l13.check_padded_mean, l13.check_cls_pool, l13.check_symmetric_loss,
                                    l13.check_wordpiece])
 def test_checks_never_raise(check, capsys):
     assert check(lambda *args: (_ for _ in ()).throw(NotImplementedError())) is False

@@ -21,6 +21,8 @@ from .. import i18n, viz
 from ..exercises import (
     attempt,
     fail,
+    fresh_generator,
+    fresh_int,
     never_raises,
     number_problem,
     passed,
@@ -129,7 +131,7 @@ def build_norm_widget(lang: str | None = None):
 
 
 def _embedding_cases():
-    g = torch.Generator().manual_seed(1)
+    g = fresh_generator()
     E = torch.randn(7, 4, generator=g)
     return [(torch.tensor([3, 0, 6]), E), (torch.tensor([[1, 1, 2], [5, 4, 0]]), E),
             (torch.tensor([2]), torch.randn(3, 6, generator=g))]
@@ -203,7 +205,7 @@ _AUTOGRAD = [(torch.autograd, "backward"), (torch.autograd, "grad"), (torch.func
 
 
 def _gradient_cases():
-    g = torch.Generator().manual_seed(2)
+    g = fresh_generator()
     ids = [torch.tensor([[4, 7, 4, 0, 0], [2, 4, 5, 3, 0]]),       # 4 three times, <pad> (0) three times
            torch.tensor([[1, 2, 3]]), torch.tensor([[5, 5], [5, 5]])]
     return [(x, torch.randn(*x.shape, 6, generator=g), 9) for x in ids]
@@ -253,7 +255,7 @@ def check_embedding_grad(fn: Callable, lang: str | None = None) -> bool:
 @never_raises
 def check_balanced_std(fn: Callable, lang: str | None = None) -> bool:
     """Exercise 3: the init std for which scaled token rows and PE rows have the same mean squared norm."""
-    widths = (16, 64, 512)
+    widths = (16, 64, 512, 2 * fresh_int(4, 513, fresh_generator()))       # the last one drawn afresh
     answers = []
     for d in widths:
         ok, got = attempt(fn, d)

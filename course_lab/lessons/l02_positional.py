@@ -22,7 +22,19 @@ import torch
 from course_utils.positional import sinusoidal_encoding
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, passed, report, run_check, tensor_problem, watching
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    never_raises,
+    passed,
+    report,
+    run_check,
+    tensor_problem,
+    tracking_sizes,
+    watching,
+)
 
 BASE = 10000.0
 
@@ -171,7 +183,8 @@ def check_wavelengths(fn: Callable, lang: str | None = None) -> bool:
 
     Calling this module's ``inv_freq_exp`` / ``inv_freq_pow`` (the appendix's frequencies) is the shortcut.
     """
-    cases = [((d,), 2 * math.pi / inv_freq_exp(d, torch.float64)) for d in (4, 16, 128)]   # λ_i = 2π / ω_i
+    widths = (4, 16, 128, 2 * fresh_int(1, 257, fresh_generator()))                  # the last one drawn afresh
+    cases = [((d,), 2 * math.pi / inv_freq_exp(d, torch.float64)) for d in widths]   # λ_i = 2π / ω_i
     with watching(fn, [(_this_module(), "inv_freq_exp"), (_this_module(), "inv_freq_pow")]) as calls:
         ok, _ = attempt(fn, 16)
     if not ok:
@@ -199,6 +212,10 @@ def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
     pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
     cases = [((pe[pos].clone(), k), pe[pos - k]) for pos, k in ((10, 3), (40, 25), (63, 63), (7, 0))]
     cases.append(((2.5 * pe[30], 12), 2.5 * pe[18]))
+    g = fresh_generator()                               # a drawn position, offset and scale: no table passes
+    pos = fresh_int(0, 64, g)
+    k, scale = fresh_int(0, pos + 1, g), 0.5 + 3 * float(torch.rand((), generator=g, dtype=torch.float64))
+    cases.append(((scale * pe[pos], k), scale * pe[pos - k]))
     with watching(fn, _table_lookups()) as calls:
         ok, got = attempt(fn, 2.5 * pe[30], 12)
     if not ok:
@@ -219,7 +236,7 @@ def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
 
 
 def _rotate_cases():
-    g = torch.Generator().manual_seed(3)
+    g = fresh_generator()
     return [((torch.randn(16, generator=g, dtype=torch.float64), 7), 16),
             ((torch.randn(3, 5, 16, generator=g, dtype=torch.float64), 1), 16),
             ((torch.randn(2, 64, generator=g, dtype=torch.float64), -3), 64),
@@ -245,17 +262,22 @@ def check_rotate(fn: Callable, lang: str | None = None) -> bool:
     """
     cases = [(args, torch.einsum("ij,...j->...i", shift_matrix(args[1], d), args[0])) for args, d in _rotate_cases()]
     for (x, k), want in cases:
-        with watching(fn, [(torch, "block_diag"), (_this_module(), "shift_matrix")]) as calls:
+        d = x.shape[-1]
+        with watching(fn, [(torch, "block_diag"), (_this_module(), "shift_matrix")]) as calls, \
+                tracking_sizes() as sizes:
             ok, got = attempt(fn, x.clone(), k)
         if not ok:
             return False
-        if calls:
-            return fail("Your function builds the d × d matrix M_k (block_diag / shift_matrix): d² numbers, almost all "
-                        "zero, for a map that needs 2 multiplications per entry. Rotate the pairs directly: "
+        if calls or (d * d > 4 * x.numel() and sizes.largest >= d * d):     # a d × d matrix, however built
+            return fail("Your function builds the d × d matrix M_k (block_diag, shift_matrix or a d × d tensor of "
+                        "its own): d² numbers, almost all zero, for a map that needs 2 multiplications per entry. "
+                        "Rotate the pairs directly: "
                         "even = x[..., 0::2], odd = x[..., 1::2]. That is how RoPE rotates every query and key.",
-                        "你的函数构造了 d × d 的矩阵 M_k（block_diag / shift_matrix）：d² 个数，几乎全是 0，而这个变换"
-                        "每个元素只需要 2 次乘法。请直接旋转每一对：even = x[..., 0::2]，odd = x[..., 1::2]。RoPE 就是"
-                        "这样旋转每一个查询和键的。", lang)
+                        "你的函数构造了 d × d 的矩阵 M_k（用 block_diag、shift_matrix 或自己建的 d × d 张量）："
+                        "d² 个数，几乎全是 0，而这个变换每个元素只需要 2 次乘法。"
+                        "请直接旋转每一对：even = x[..., 0::2]，odd = x[..., 1::2]。"
+                        "RoPE 就是这样旋转每一个查询和键的。",
+                        lang)
         problem = tensor_problem(got, want, atol=1e-8, rtol=1e-6)
         if problem is None:
             continue
@@ -273,7 +295,7 @@ def check_rotate(fn: Callable, lang: str | None = None) -> bool:
                             "的：配对是 (0, 1)、(2, 3)……", lang)
         return report(problem, f"Not yet, for x of shape {tuple(x.shape)} and k = {k}",
                       f"还不对，x 形状为 {tuple(x.shape)}、k = {k} 时", lang)
-    g = torch.Generator().manual_seed(4)
+    g = fresh_generator()
     q, key = torch.randn(2, 16, generator=g, dtype=torch.float64)
     scores = [float(fn(q, p) @ fn(key, p + 3)) for p in (0, 10, 50)]
     en, zh = ", ".join(f"{v:.4f}" for v in scores), "、".join(f"{v:.4f}" for v in scores)

@@ -17,7 +17,7 @@ from course_utils.attention import attention_with_weights
 from course_utils.multihead import MultiHeadAttention
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, never_raises, passed, say, tensor_close, watching
+from ..exercises import attempt, fail, fresh_generator, fresh_int, never_raises, passed, say, tensor_close, watching
 from .l03_attention import ROLES, SENTENCES, row_entropy
 
 # ----------------------------------------------------------------------------------------------------
@@ -174,61 +174,78 @@ def _called_the_module(calls) -> bool:
                 "库里的实现是检查程序用来核对的。")
 
 
-def _small_mha(seed: int) -> MultiHeadAttention:
+def _small_mha(seed: int, d_model: int = 8, n_heads: int = 2) -> MultiHeadAttention:
     with torch.random.fork_rng(devices=[]):         # leave the notebook's random state alone
         torch.manual_seed(seed)
-        mha = MultiHeadAttention(8, 2).eval()
+        mha = MultiHeadAttention(d_model, n_heads).eval()
         with torch.no_grad():
             mha.qkv_proj.bias.normal_()             # non-zero biases: forgetting them is caught
             mha.out_proj.bias.normal_()
     return mha
 
 
+# (d_model, n_heads) of the layers a check draws: several head counts, so that the notebook's global h (or a
+# hard-coded 2) instead of the layer's own n_heads is caught.
+_SHAPES = ((8, 2), (12, 3), (16, 4), (8, 8))
+
+
+def _drawn_layers(g: torch.Generator) -> list[MultiHeadAttention]:
+    return [_small_mha(fresh_int(0, 2**31, g), d, h) for d, h in _SHAPES]
+
+
 @never_raises
 def check_split_heads(fn) -> bool:
-    """Exercise 1: ``fn(x, n_heads)``: (B, T, d_model) → (B, h, T, d_k), head i = the columns of slice i."""
-    x = torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8)
-    with watching(fn, _module_calls()) as calls:
-        ok, got = attempt(fn, x.clone(), 4)
-    if not ok:
-        return False
-    if calls:
-        return _called_the_module(calls)
-    want = _reference_split(x, 4)
-    if not tensor_close(got, want, "split_heads", "split_heads"):
-        if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, x.view(2, 4, 3, 2)):
-            say("Hint: x.view(B, h, T, d_k) mixes positions into the heads. View as (B, T, h, d_k) first, "
-                "then swap the T and h axes with .transpose(1, 2).",
-                "提示：x.view(B, h, T, d_k) 会把不同位置的数据混进同一个头。应先 view 成 (B, T, h, d_k)，"
-                "再用 .transpose(1, 2) 交换 T 和 h 两个维度。")
-        return False
+    """Exercise 1: ``fn(x, n_heads)``: (B, T, d_model) → (B, h, T, d_k), head i = the columns of slice i.
+
+    Tried on several drawn shapes and head counts (a fixed one would let ``h`` from the notebook pass)."""
+    g = fresh_generator()
+    cases = [(torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8), 4)]
+    cases += [(torch.randn(fresh_int(1, 4, g), fresh_int(1, 7, g), d, generator=g), h) for d, h in _SHAPES]
+    for x, h in cases:
+        with watching(fn, _module_calls()) as calls:
+            ok, got = attempt(fn, x.clone(), h)
+        if not ok:
+            return False
+        if calls:
+            return _called_the_module(calls)
+        want = _reference_split(x, h)
+        b, t, d = x.shape
+        if not tensor_close(got, want, f"split_heads(x of shape {tuple(x.shape)}, n_heads={h})",
+                            f"split_heads（x 的形状为 {tuple(x.shape)}，n_heads={h}）"):
+            if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, x.view(b, h, t, d // h)):
+                say("Hint: x.view(B, h, T, d_k) mixes positions into the heads. View as (B, T, h, d_k) first, "
+                    "then swap the T and h axes with .transpose(1, 2).",
+                    "提示：x.view(B, h, T, d_k) 会把不同位置的数据混进同一个头。应先 view 成 (B, T, h, d_k)，"
+                    "再用 .transpose(1, 2) 交换 T 和 h 两个维度。")
+            return False
     return passed("Correct: head i holds columns i·d_k … (i+1)·d_k − 1 of every position.",
                   "正确：第 i 个头拿到的是每个位置的第 i·d_k 到 (i+1)·d_k − 1 列。")
 
 
 @never_raises
 def check_mha_forward(fn) -> bool:
-    """Exercise 2: ``fn(x, mha)`` must compute ``mha(x)`` from ``mha``'s weights (self-attention, no mask)."""
-    mha = _small_mha(0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(1)
-        x = torch.randn(2, 5, 8)
-    with torch.no_grad():
-        want = mha(x)
-        too_flat = _reference_forward(x, mha, scale=1 / math.sqrt(mha.d_model))
-    with watching(fn, _module_calls()) as calls:
-        ok, got = attempt(fn, x.clone(), mha)
-    if not ok:
-        return False
-    if calls:
-        return _called_the_module(calls)
-    if not tensor_close(got, want, "multi-head attention", "多头注意力"):
-        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-                torch.allclose(got.detach(), too_flat, atol=1e-5):
-            say("Hint: you divided the scores by √d_model, common mistake 1 of this lesson: each head divides by "
-                "√d_k of its own width.",
-                "提示：你把分数除以了 √d_model，这正是本课的常见错误 1：每个头要除以它自己宽度的 √d_k。")
-        return False
+    """Exercise 2: ``fn(x, mha)`` must compute ``mha(x)`` from ``mha``'s weights (self-attention, no mask), for
+    several drawn layers (widths, head counts) and inputs."""
+    g = fresh_generator()
+    for mha in [_small_mha(0)] + _drawn_layers(g):
+        x = torch.randn(fresh_int(1, 4, g), fresh_int(1, 7, g), mha.d_model, generator=g)
+        with torch.no_grad():
+            want = mha(x)
+            too_flat = _reference_forward(x, mha, scale=1 / math.sqrt(mha.d_model))
+        with watching(fn, _module_calls()) as calls:
+            ok, got = attempt(fn, x.clone(), mha)
+        if not ok:
+            return False
+        if calls:
+            return _called_the_module(calls)
+        if not tensor_close(got, want, f"multi-head attention (d_model={mha.d_model}, n_heads={mha.n_heads})",
+                            f"多头注意力（d_model={mha.d_model}，n_heads={mha.n_heads}）"):
+            if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+                    torch.allclose(got.detach(), too_flat, atol=1e-5) and mha.n_heads > 1:
+                say("Hint: you divided the scores by √d_model, common mistake 1 of this lesson: each head divides "
+                    "by √d_k of its own width.",
+                    "提示：你把分数除以了 √d_model，这正是本课的常见错误 1：每个头要除以它自己宽度的 √d_k。")
+            return False
     return passed("Correct: your multi-head attention equals course_utils.MultiHeadAttention.",
                   "正确：你的多头注意力与 course_utils.MultiHeadAttention 的结果一致。")
 
@@ -238,29 +255,33 @@ def check_cross_attention(fn) -> bool:
     """Exercise 3: ``fn(x, memory, keep, mha)`` = ``mha(x, memory, memory, key_keep_mask=keep)``, written out.
 
     Queries from ``x`` (B, T_q, d), keys and values from ``memory`` (B, T_k, d), ``keep`` (B, T_k) True at real
-    tokens; the weights are ``mha.w_q``, ``mha.w_k``, ``mha.w_v`` and the matching thirds of the bias.
+    tokens; the weights are ``mha.w_q``, ``mha.w_k``, ``mha.w_v`` and the matching thirds of the bias. Tried on
+    several drawn layers, lengths and paddings.
     """
-    mha = _small_mha(2)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(3)
-        x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
-    keep = torch.tensor([[True] * 5, [True, True, True, False, False]])     # the second source has 2 <pad>
-    with torch.no_grad():
-        want = mha(x, memory, memory, key_keep_mask=keep)
-        unmasked = mha(x, memory, memory)
-    with watching(fn, _module_calls()) as calls:
-        ok, got = attempt(fn, x.clone(), memory.clone(), keep.clone(), mha)
-    if not ok:
-        return False
-    if calls:
-        return _called_the_module(calls)
-    if not tensor_close(got, want, "cross-attention", "交叉注意力"):
-        if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-                torch.allclose(got.detach(), unmasked, atol=1e-5):
-            say("Hint: the padded keys were attended. keep is (B, T_k); the scores are (B, h, T_q, T_k): "
-                "keep[:, None, None, :] broadcasts over the heads and the queries.",
-                "提示：填充的键也被关注了。keep 的形状是 (B, T_k)，分数是 (B, h, T_q, T_k)："
-                "keep[:, None, None, :] 可以广播到所有头和所有查询。")
-        return False
+    g = fresh_generator()
+    for mha in [_small_mha(2)] + _drawn_layers(g):
+        b, t_q, t_k = fresh_int(2, 4, g), fresh_int(1, 6, g), fresh_int(3, 8, g)
+        x, memory = torch.randn(b, t_q, mha.d_model, generator=g), torch.randn(b, t_k, mha.d_model, generator=g)
+        lengths = torch.randint(1, t_k + 1, (b,), generator=g)
+        lengths[0], lengths[1] = t_k, max(1, t_k - 2)                      # one full source, one with padding
+        keep = torch.arange(t_k)[None, :] < lengths[:, None]
+        with torch.no_grad():
+            want = mha(x, memory, memory, key_keep_mask=keep)
+            unmasked = mha(x, memory, memory)
+        with watching(fn, _module_calls()) as calls:
+            ok, got = attempt(fn, x.clone(), memory.clone(), keep.clone(), mha)
+        if not ok:
+            return False
+        if calls:
+            return _called_the_module(calls)
+        if not tensor_close(got, want, f"cross-attention (d_model={mha.d_model}, n_heads={mha.n_heads})",
+                            f"交叉注意力（d_model={mha.d_model}，n_heads={mha.n_heads}）"):
+            if isinstance(got, torch.Tensor) and got.shape == want.shape and \
+                    torch.allclose(got.detach(), unmasked, atol=1e-5):
+                say("Hint: the padded keys were attended. keep is (B, T_k); the scores are (B, h, T_q, T_k): "
+                    "keep[:, None, None, :] broadcasts over the heads and the queries.",
+                    "提示：填充的键也被关注了。keep 的形状是 (B, T_k)，分数是 (B, h, T_q, T_k)："
+                    "keep[:, None, None, :] 可以广播到所有头和所有查询。")
+            return False
     return passed("Correct: queries from x, keys and values from memory, padding never attended.",
                   "正确：查询来自 x，键和值来自 memory，填充位置从未被关注。")

@@ -17,7 +17,7 @@ from course_utils.layers import PositionwiseFeedForward, Residual
 from course_utils.validation import check_int
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_tensor, never_raises, passed, watching
+from ..exercises import attempt, fail, fresh_generator, is_tensor, never_raises, passed, watching
 from ..widgets import LessonWidget, slider
 
 # ------------------------------------------------------------------------------------------------- widget
@@ -105,7 +105,7 @@ _LIBRARY_NORMS = [(F, "layer_norm"), (torch, "layer_norm"), (torch, "native_laye
 
 
 def _two_axes_inputs() -> list[tuple[str, str, torch.Tensor]]:
-    g = torch.Generator().manual_seed(13)
+    g = fresh_generator()
     return [
         ("ordinary", "普通输入", 1.5 * torch.randn(3, 4, 6, generator=g, dtype=torch.float64) + 0.3),
         ("small-variance", "方差很小的输入", 1e-3 * torch.randn(3, 4, 6, generator=g, dtype=torch.float64) + 2.0),
@@ -126,7 +126,7 @@ def _std_version(x, gamma, beta, eps):
 def check_layer_norm_2d(fn) -> bool:
     """Exercise 1: ``fn(x, gamma, beta, eps)`` normalises ``x (B, T, d)`` over its last TWO axes, like
     ``nn.LayerNorm((T, d))``; ``gamma, beta`` have shape ``(T, d)``. Written out: no library normalisation."""
-    g = torch.Generator().manual_seed(17)
+    g = fresh_generator()
     shape = (4, 6)
     ref = nn.LayerNorm(shape, eps=1e-5).double()
     with torch.no_grad():
@@ -175,7 +175,7 @@ _LIBRARY_DROPOUT = [(F, "dropout"), (torch, "dropout"), (torch, "native_dropout"
 def check_dropout(fn) -> bool:
     """Exercise 2: ``fn(x, p, training)`` is inverted dropout: in training each element is 0 with probability p,
     else x / (1 − p); outside training, x itself. Written out: no F.dropout / nn.Dropout."""
-    g = torch.Generator().manual_seed(23)
+    g = fresh_generator()
     x = torch.randn(400, 250, generator=g) + 3.0                  # no zeros of its own: a 0 means "dropped"
     p = 0.3
     with watching(fn, _LIBRARY_DROPOUT) as calls:
@@ -220,7 +220,7 @@ def check_dropout(fn) -> bool:
 def check_pre_norm(fn) -> bool:
     """Exercise 3: ``fn(x, sublayer, norm, dropout)`` = x + dropout(sublayer(norm(x))): the pre-norm residual
     sublayer with residual dropout, compared with ``course_utils.Residual(norm_first=True)`` in training mode."""
-    g = torch.Generator().manual_seed(19)
+    g = fresh_generator()
     d = 12
     with torch.random.fork_rng(devices=[]):    # building the modules draws their initial weights: not from ours
         torch.manual_seed(19)

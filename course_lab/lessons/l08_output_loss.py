@@ -21,7 +21,19 @@ import torch.nn.functional as F
 from course_utils import losses
 
 from .. import i18n, viz
-from ..exercises import as_number, attempt, fail, is_tensor, never_raises, passed, report, slow_exercise, watching
+from ..exercises import (
+    as_number,
+    attempt,
+    fail,
+    fresh_generator,
+    grad_problem,
+    is_tensor,
+    never_raises,
+    passed,
+    report,
+    slow_exercise,
+    watching,
+)
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures
@@ -154,6 +166,27 @@ def build_logits_widget(logits=START_LOGITS, target: int = 0, smoothing: float =
 # Exercise checks: print a verdict, return True / False, never raise
 # ------------------------------------------------------------------------------------------------------------
 
+def _gradient_reaches(got: torch.Tensor, leaf: torch.Tensor, want: torch.Tensor) -> bool:
+    """The answer carries a gradient back to ``leaf`` (not detached, not computed under no_grad), and it is the
+    right one, finite even where the logits are ±1000: a loss trains a model only through its gradient."""
+    problem = grad_problem(got)
+    if problem is not None:
+        return report(problem, "gradient", "梯度")
+    (grad,) = torch.autograd.grad(got.sum(), leaf, allow_unused=True)
+    if grad is None or not torch.isfinite(grad).all():
+        return fail("The gradient with respect to the logits is missing or not finite (nan/inf): a loss trains a "
+                    "model only through its gradient. Keep every step differentiable and finite for logits like "
+                    "±1000 (take the maximum out before exp).",
+                    "关于 logits 的梯度缺失或不是有限值（nan/inf）：损失只能通过梯度来训练模型。"
+                    "请让每一步都可微，并且在 logits 为 ±1000 时仍是有限值（先提出最大值再取 exp）。")
+    if not torch.allclose(grad.float(), want.float(), atol=1e-4, rtol=1e-4):
+        err = float((grad.float() - want.float()).abs().max())
+        return fail(f"The gradient is wrong (largest difference {err:.3g}): compute the loss from the logits with "
+                    "torch operations only.",
+                    f"梯度不对（最大差值 {err:.3g}）：请只用 torch 运算从 logits 算出损失。")
+    return True
+
+
 def _forbidden(calls, en_why: str, zh_why: str) -> bool:
     """The verdict for a forbidden library call: name what was called and why the exercise rules it out."""
     names = ", ".join(dict.fromkeys(calls))
@@ -162,20 +195,21 @@ def _forbidden(calls, en_why: str, zh_why: str) -> bool:
 
 # What exercise 1 rules out: library functions that apply the stabilising trick for the student.
 # logsumexp too: log(1 + e^z) = logsumexp([0, z]) is the max trick done by the library.
-STABLE_BINARY = ((F, "binary_cross_entropy_with_logits"), (F, "logsigmoid"), (F, "softplus"), (torch, "logaddexp"),
-                 (torch, "logsumexp"))
+STABLE_BINARY = ((F, "binary_cross_entropy_with_logits"), (torch, "binary_cross_entropy_with_logits"),
+                 (F, "logsigmoid"), (F, "softplus"), (torch, "logaddexp"), (torch, "logsumexp"))
 
 
 @never_raises
 def check_binary_cross_entropy(fn) -> bool:
     """Exercise 1: ``fn(z (N,), y (N,) of 0./1.)`` = per-example ``−[y log σ(z) + (1 − y) log(1 − σ(z))]``,
     finite for logits like ±1000, written without the library functions that stabilise it."""
-    g = torch.Generator().manual_seed(8)
+    g = fresh_generator()
     cases = [(3 * torch.randn(7, generator=g), torch.tensor([0.0, 1, 1, 0, 1, 0, 1])),
              (torch.tensor([1000.0, -1000.0, 0.0, 50.0, -50.0, 1000.0]), torch.tensor([0.0, 1, 1, 1, 0, 1]))]
     for z, y in cases:
+        z_in = z.clone().requires_grad_(True)                   # the loss must carry a gradient back to z
         with watching(fn, STABLE_BINARY) as calls:
-            ok, got = attempt(fn, z.clone(), y.clone())
+            ok, got = attempt(fn, z_in, y.clone())
         if not ok:
             return False
         if calls:
@@ -186,7 +220,7 @@ def check_binary_cross_entropy(fn) -> bool:
         if not is_tensor(got, z.shape, "loss per example", "每个样本的损失"):
             return False
         want = F.binary_cross_entropy_with_logits(z, y, reduction="none")
-        got = got.detach().float()
+        got, got_graph = got.detach().float(), got
         if not torch.isfinite(got).all():
             return fail("inf or nan for z = ±1000: σ(z) rounds to exactly 0 or 1 and its log is −inf. Never take "
                         "the log of σ(z); use log σ(z) = z − log(1 + e^z) with the maximum taken out.",
@@ -199,6 +233,8 @@ def check_binary_cross_entropy(fn) -> bool:
             err = float((got - want).abs().max())
             return fail(f"Wrong values (largest difference {err:.3g}): the loss is log(1 + e^z) − y·z.",
                         f"数值不对（最大差值 {err:.3g}）：损失应为 log(1 + e^z) − y·z。")
+        if not _gradient_reaches(got_graph, z_in, torch.sigmoid(z) - y):
+            return False
     return passed("Correct: a single logit is a two-class softmax over (0, z), so the same max trick keeps it "
                   "finite. PyTorch's version is F.binary_cross_entropy_with_logits.",
                   "正确：一个 logit 就是对 (0, z) 做二分类 softmax，同样的减最大值技巧让它保持有限。"
@@ -213,7 +249,7 @@ SOFT_TARGET_LOSSES = ((F, "cross_entropy"), (F, "kl_div"), (losses, "cross_entro
 def check_soft_cross_entropy(fn) -> bool:
     """Exercise 2: ``fn(logits (N, V), q (N, V))`` = mean over rows of ``−Σ_k q_k log softmax(logits)_k``, for
     any target distribution ``q`` (label smoothing and distillation are two choices of ``q``)."""
-    g = torch.Generator().manual_seed(9)
+    g = fresh_generator()
     eps, n_classes = 0.1, 6
     hard = torch.tensor([2, 0, 5])
     cases = [(3 * torch.randn(4, n_classes, generator=g), torch.softmax(torch.randn(4, n_classes, generator=g), -1)),
@@ -221,8 +257,9 @@ def check_soft_cross_entropy(fn) -> bool:
              (2 * torch.randn(3, n_classes, generator=g),
               torch.stack([smoothed_target(int(t), n_classes, eps) for t in hard]))]
     for logits, q in cases:
+        logits_in = logits.clone().requires_grad_(True)         # the loss must carry a gradient to the logits
         with watching(fn, SOFT_TARGET_LOSSES) as calls:
-            ok, got = attempt(fn, logits.clone(), q.clone())
+            ok, got = attempt(fn, logits_in, q.clone())
         if not ok:
             return False
         if calls:
@@ -233,7 +270,7 @@ def check_soft_cross_entropy(fn) -> bool:
         if not is_tensor(got, (), "loss", "损失"):
             return False
         want = F.cross_entropy(logits, q)
-        got = got.detach().float()
+        got, got_graph = got.detach().float(), got
         if not torch.isfinite(got):
             return fail("nan or inf: where q is 0 and log p is −inf, 0 · (−inf) = nan. Compute log p with a stable "
                         "log-softmax (never log(softmax(x))): then log p is finite and 0 · log p = 0.",
@@ -247,6 +284,8 @@ def check_soft_cross_entropy(fn) -> bool:
         if not torch.allclose(got, want, atol=1e-4, rtol=1e-5):
             return fail(f"Expected {float(want):.4f}, got {float(got):.4f}: average −Σ_k q_k log p_k over the rows.",
                         f"应为 {float(want):.4f}，实际是 {float(got):.4f}：对每一行算 −Σ_k q_k log p_k，再取平均。")
+        if not _gradient_reaches(got_graph, logits_in, (torch.softmax(logits, -1) - q) / len(q)):
+            return False
     return passed("Correct, for any q. With q = the smoothed one-hot target it equals cross-entropy with label "
                   "smoothing (the third test); with q = a teacher model's softmax it is the distillation loss.",
                   "正确，对任意 q 都成立。q 取平滑后的独热目标时，它就等于带标签平滑的交叉熵（第三个测试）；"
@@ -254,6 +293,24 @@ def check_soft_cross_entropy(fn) -> bool:
 
 
 GRADIENT_CALLS = ((torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"))
+
+
+def _backpropagated_losses(calls) -> list[float]:
+    """The values of the scalar losses the student backpropagated, in order (from the watched calls)."""
+    values = []
+    for _, args, kwargs in calls.records:
+        target = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+        target = target[0] if isinstance(target, (list, tuple)) and target else target
+        if isinstance(target, torch.Tensor) and target.numel() == 1:
+            values.append(float(target.detach()))
+    return values
+
+
+def _smoothed_entropy(eps: float, n_classes: int) -> float:
+    """The lowest value of the label-smoothed cross-entropy: the entropy of the smoothed target itself."""
+    q = torch.full((n_classes,), eps / n_classes, dtype=torch.float64)
+    q[0] += 1 - eps
+    return float(-(q * q.clamp_min(1e-300).log()).sum())
 
 
 @never_raises
@@ -266,10 +323,11 @@ def check_smoothed_confidence(fn) -> bool:
             ok, got = attempt(fn, eps, n_classes)
         if not ok:
             return False
-        if not calls:
-            return fail("You returned a number without training anything (no backward() was called). The "
-                        "exercise is an experiment: train, then measure; the formula comes afterwards.",
-                        "你没有训练任何东西就返回了一个数（没有调用 backward()）。这个练习是一个实验："
+        losses_seen = _backpropagated_losses(calls)
+        if len(losses_seen) < 10 or not losses_seen[0] > losses_seen[-1] + 0.1:
+            return fail("You returned a number without training anything (no training loop whose loss goes down "
+                        "was run). The exercise is an experiment: train, then measure; the formula comes afterwards.",
+                        "你没有训练任何东西就返回了一个数（没有运行损失不断下降的训练循环）。这个练习是一个实验："
                         "先训练，再测量；公式放在最后再看。")
         value, problem = as_number(got)
         if problem:
@@ -285,6 +343,14 @@ def check_smoothed_confidence(fn) -> bool:
                         "(or with a larger learning rate) until the probability stops changing, then read it.",
                         f"ε = {eps}、|V| = {n_classes} 时你测得 {value:.3f}，还没有收敛：训练更久（或用更大的学习率），"
                         "等概率不再变化时再读数。")
+        floor = _smoothed_entropy(eps, n_classes)
+        if abs(losses_seen[-1] - floor) > 0.05:
+            return fail(f"For ε = {eps}, |V| = {n_classes} the last loss you minimised is {losses_seen[-1]:.3f}; the "
+                        f"label-smoothed cross-entropy cannot go below {floor:.3f} and gets there once trained. "
+                        "Train with label_smoothing=eps until the loss stops falling.",
+                        f"ε = {eps}、|V| = {n_classes} 时，你最后最小化的损失是 {losses_seen[-1]:.3f}；带标签平滑的"
+                        f"交叉熵不可能低于 {floor:.3f}，训练充分时正好到达这个值。请用 label_smoothing=eps "
+                        "训练，直到损失不再下降。")
         found.append(f"ε = {eps}, |V| = {n_classes}: {value:.3f}")
     return passed("Measured " + "; ".join(found) + ". The smoothed loss is lowest when the model predicts the "
                   "smoothed target itself, so the confidence stops at 1 − ε + ε/|V|: never 100 %.",

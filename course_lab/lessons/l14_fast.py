@@ -1,7 +1,7 @@
 """Lesson 14 · going fast: cost arithmetic, FlashAttention's idea in plain torch, the cost widget, exercise checks.
 
-* :func:`attention_flops`, :func:`kv_cache_bytes` and ``course_utils.speed.attention_weights_bytes``: the numbers
-  the lesson derives;
+* :func:`attention_flops`, :func:`kv_cache_bytes`: the numbers the lesson derives (the weights' memory is
+  ``course_utils.speed.attention_weights_bytes``, which lesson 00's exercise 3 asks for);
 * :func:`load_benchmark_results`: the tables measured by ``benchmarks/bench_attention.py --json`` and
   ``benchmarks/bench_gpt.py --json`` (``course_lab/assets/results/`` and its sub-folders such as ``cpu/``);
 * :func:`build_cost_widget` and the ``check_*`` functions of the exercises.
@@ -17,11 +17,21 @@ from pathlib import Path
 import torch
 
 from course_utils.speed import DTYPE_BYTES as BYTES
-from course_utils.speed import attention_weights_bytes as attention_weights_bytes
+from course_utils.speed import attention_weights_bytes as _attention_weights_bytes  # lesson 00's Ex 3 answer
 
 from .. import i18n, viz
 from ..assets import asset
-from ..exercises import attempt, fail, never_raises, number_problem, passed, run_check, tensor_close
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    never_raises,
+    number_problem,
+    passed,
+    run_check,
+    tensor_close,
+)
 from ..widgets import LessonWidget, dropdown, slider
 
 RESULTS_DIR = asset("results")  # shipped with the package: course_lab/assets/results/**/*.json
@@ -92,7 +102,7 @@ def _render_cost(seq_len: int, d_model: int, n_heads: int, n_layers: int, dtype:
     gib = 2.0**30
     mem = {
         i18n.pick({"en": "weights T×T (written-out)", "zh": "T×T 权重（显式写出）"}):
-            n_layers * attention_weights_bytes(1, n_heads, seq_len, dtype) / gib,
+            n_layers * _attention_weights_bytes(1, n_heads, seq_len, dtype) / gib,
         i18n.pick({"en": "fused kernel stats", "zh": "融合内核的统计量"}):
             n_layers * flash_stats_bytes(1, n_heads, seq_len) / gib,
         i18n.pick({"en": "KV cache", "zh": "KV 缓存"}): kv_cache_bytes(n_layers, 1, seq_len, d_model, dtype) / gib,
@@ -146,7 +156,9 @@ def check_cross_attention_flops(fn) -> bool:
     The self-attention formula with T = T_q (or T_k) is the shortcut the exercise rules out: it is right only when
     T_q = T_k, so every case has T_q ≠ T_k.
     """
-    cases = [(1, 10, 30, 64), (4, 128, 512, 256), (2, 700, 50, 32)]
+    g = fresh_generator()                               # the last case is drawn afresh: no table passes
+    cases = [(1, 10, 30, 64), (4, 128, 512, 256), (2, 700, 50, 32),
+             (fresh_int(1, 9, g), fresh_int(1, 2049, g), fresh_int(1, 2049, g), fresh_int(1, 1025, g))]
     for args in cases:
         ok, got = attempt(fn, *args)
         if not ok:
@@ -175,7 +187,13 @@ def check_gqa_cache_bytes(fn) -> bool:
     The multi-head cache (n_heads instead of n_kv_heads) is the shortcut ruled out; keys only (no factor 2) is the
     classic slip.
     """
-    cases = [(80, 1, 4096, 64, 8, 128, 2), (32, 8, 2048, 32, 1, 128, 2), (6, 2, 256, 6, 6, 64, 4)]
+    g = fresh_generator()                               # the last case is drawn afresh: no table passes
+    h = fresh_int(1, 33, g)
+    limit = fresh_int(1, h + 1, g)
+    kv = max(d for d in range(1, limit + 1) if h % d == 0)          # a divisor of h: the groups share a head
+    cases = [(80, 1, 4096, 64, 8, 128, 2), (32, 8, 2048, 32, 1, 128, 2), (6, 2, 256, 6, 6, 64, 4),
+             (fresh_int(1, 97, g), fresh_int(1, 17, g), fresh_int(1, 8193, g), h, kv, 16 * fresh_int(1, 17, g),
+              (1, 2, 4)[fresh_int(0, 3, g)])]
     for args in cases:
         ok, got = attempt(fn, *args)
         if not ok:
@@ -205,7 +223,7 @@ def check_merge_softmax_stats(fn) -> bool:
     Scores of ±1000 make a merge that exponentiates a maximum (e^1000 = inf) fail, and a merge that adds ℓ1 + ℓ2
     without rescaling gives a wrong ℓ; only the statistics are passed, so softmax(cat(s1, s2)) is not available.
     """
-    g = torch.Generator().manual_seed(14)
+    g = fresh_generator()
     s1 = torch.randn(4, 5, generator=g, dtype=torch.float64) + torch.tensor([[1000.0], [-1000.0], [3.0], [0.0]],
                                                                             dtype=torch.float64)
     s2 = torch.randn(4, 7, generator=g, dtype=torch.float64) + torch.tensor([[-1000.0], [1000.0], [0.0], [2.0]],

@@ -41,12 +41,25 @@ def _get(url: str, timeout: float = 5.0) -> bytes:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on a copy of the lesson; yields (base_url, token, notebook path relative to root)."""
-    tmp_path = tmp_path_factory.mktemp("lab")
     if not LESSON.is_file():
         pytest.skip(f"{LESSON.relative_to(REPO)} does not exist yet")
+    yield from _serve(tmp_path_factory.mktemp("lab"), LESSON)
+
+
+@pytest.fixture(scope="module")
+def instructor_lab(tmp_path_factory):
+    """The same server on lesson 02 of the instructor edition (``make instructor``), built from the source here."""
+    out = tmp_path_factory.mktemp("instructor")
+    subprocess.run([sys.executable, str(REPO / "tools" / "build_notebooks.py"), "--edition", "instructor",
+                    "--out-dir", str(out)], check=True, capture_output=True)
+    yield from _serve(tmp_path_factory.mktemp("lab"), out / "en" / LESSON.name)
+
+
+def _serve(tmp_path: Path, notebook: Path):
+    """Start JupyterLab on a copy of ``notebook``; yield (base_url, token, notebook path relative to root)."""
     root = tmp_path / "root"
     (root / "en").mkdir(parents=True)  # an `en` folder: the notebook's language, as in notebooks/en
-    shutil.copy(LESSON, root / "en" / LESSON.name)
+    shutil.copy(notebook, root / "en" / notebook.name)
     # No "Would you like to get notified about official Jupyter news?" toast over the notebook.
     notification = tmp_path / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
@@ -80,7 +93,7 @@ def lab(tmp_path_factory):
                     log.flush()
                     pytest.fail(f"jupyter lab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
                 time.sleep(0.3)
-        yield base, token, f"en/{LESSON.name}"
+        yield base, token, f"en/{notebook.name}"
     finally:
         # Clean shutdown through the API (kernels included), then make sure the process is gone.
         try:
@@ -225,3 +238,33 @@ def test_slideshow_widget_is_live(lab, new_page):
     assert network.blocked == [], f"the slideshow tried to reach the internet: {network.blocked}"
     print(f"deck test: {time.perf_counter() - started:.1f} s; slide {seen[-1]!r} after {len(seen) - 1} presses; "
           f"slider {before['label']!r} {before['readout']} -> {after['readout']}")
+
+
+# The speaker notes of a cell the presenter is on: JupyterLab renders cells lazily, so bring each into view first.
+NOTE_SHOWN = """async (index) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  notebook.activeCellIndex = index;
+  await notebook.scrollToItem(index, 'center');
+  await new Promise(done => setTimeout(done, 300));
+  const cell = notebook.widgets[index], r = cell.node.getBoundingClientRect();
+  return {text: cell.node.innerText.trim(), height: r.height, top: r.top, bottom: r.bottom, inner: innerHeight};
+}"""
+
+
+def test_instructor_edition_shows_the_speaker_notes_in_the_live_notebook(instructor_lab, new_page):
+    """Live teaching runs the instructor edition in JupyterLab (deck mode has no speaker view; the exported decks'
+    speaker view is tested in test_slides.py): every speaker note of the lesson is there, rendered and on screen
+    when the presenter reaches it, and none of them is in the student notebook."""
+    source = json.loads(LESSON.read_text(encoding="utf-8"))
+    assert not [c for c in source["cells"] if c["metadata"].get("slideshow", {}).get("slide_type") == "notes"]
+    page, network, errors = open_notebook(new_page, instructor_lab, viewport=(1280, 720))
+    kinds = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets.map(
+        c => ((c.model.getMetadata('slideshow') || {}).slide_type || ''))""")
+    notes = [i for i, kind in enumerate(kinds) if kind == "notes"]
+    assert len(notes) >= 3, f"the instructor edition of lesson 02 has {len(notes)} speaker notes"
+    for index in notes:
+        shown = page.evaluate(NOTE_SHOWN, index)
+        assert len(shown["text"]) > 20 and shown["height"] > 0, (index, shown)
+        assert shown["bottom"] > 0 and shown["top"] < shown["inner"], f"note {index} is not on screen: {shown}"
+    assert errors == [], f"JavaScript errors: {errors}"
+    assert network.blocked == [], f"the notebook tried to reach the internet: {network.blocked}"

@@ -8,7 +8,13 @@ from collections.abc import Callable
 
 import torch
 
-from ...exercises import attempt, never_raises, run_check
+from ...exercises import (
+    attempt,
+    fresh_generator,
+    fresh_int,
+    never_raises,
+    run_check,
+)
 
 _AVAILABLE = ((True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu"))
 
@@ -62,7 +68,7 @@ def _mha_classes() -> list:
     import course_utils.multihead
 
     return [(course_utils, "MultiHeadAttention"), (course_utils.multihead, "MultiHeadAttention"),
-            (torch.nn, "MultiheadAttention")]
+            (torch.nn, "MultiheadAttention"), (torch.nn, "Module")]   # any module built: type(mha)(d, h), a layer
 
 
 @never_raises
@@ -72,8 +78,9 @@ def check_mha_parameter_count(count: Callable[[int, int], int], lang: str | None
 
     from ...exercises import fail, watching
 
-    cases = []
-    for d_model, n_heads in ((16, 4), (64, 8), (64, 1), (96, 12)):
+    g, cases = fresh_generator(), []
+    drawn = [(h * fresh_int(1, 33, g), h) for h in (fresh_int(1, 17, g), fresh_int(1, 17, g))]   # fresh each run
+    for d_model, n_heads in ((16, 4), (64, 8), (64, 1), (96, 12), *drawn):
         with torch.device("meta"):
             real = sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
         cases.append(((d_model, n_heads), real))
@@ -96,8 +103,10 @@ def check_attention_memory(fn: Callable[[int, int, int], int], lang: str | None 
 
     from ...exercises import fail, watching
 
+    g = fresh_generator()
+    drawn = [(fresh_int(1, 65, g), fresh_int(1, 33, g), fresh_int(1, 4097, g)) for _ in range(3)]  # fresh each run
     cases = [((b, h, t), speed.attention_weights_bytes(b, h, t))
-             for b, h, t in ((1, 1, 3), (2, 4, 16), (1, 8, 8192), (32, 16, 512))]
+             for b, h, t in ((1, 1, 3), (2, 4, 16), (1, 8, 8192), (32, 16, 512), *drawn)]
     with watching(fn, [*_mha_classes(), (speed, "attention_weights_bytes")]) as calls:
         ok, got = attempt(fn, 2, 4, 16)
     if not ok:

@@ -16,6 +16,8 @@ from course_utils.attention import attention_with_weights
 from ...exercises import (
     attempt,
     fail,
+    fresh_generator,
+    fresh_int,
     has_python_loop,
     never_raises,
     number_problem,
@@ -47,7 +49,7 @@ def _reference_jacobian(a: torch.Tensor) -> torch.Tensor:
 @never_raises
 def check_softmax_jacobian(fn) -> bool:
     """Exercise 1: ``fn(a)`` maps softmax rows a (…, T) to their Jacobians (…, T, T), written from the formula."""
-    g = torch.Generator().manual_seed(1)
+    g = fresh_generator()
     cases = [torch.softmax(torch.randn(5, generator=g), -1),
              torch.softmax(torch.randn(2, 3, 6, generator=g) * 3, -1)]
     cases[1][0, 0] = torch.nn.functional.one_hot(torch.tensor(2), 6).float()   # a saturated row
@@ -88,7 +90,10 @@ def check_softmax_jacobian(fn) -> bool:
 @never_raises
 def check_unit_scale(fn) -> bool:
     """Exercise 2: ``fn(d_k, var_q, var_k)`` must return c with Var(c · q·k) = 1, i.e. 1/√(d_k var_q var_k)."""
-    cases = ((64, 1.0, 1.0), (64, 4.0, 1.0), (16, 0.25, 9.0), (512, 2.0, 0.5))
+    g = fresh_generator()                               # the last case is drawn afresh: no table passes
+    drawn = (fresh_int(2, 1025, g), round(0.1 + 5 * float(torch.rand((), generator=g)), 3),
+             round(0.1 + 5 * float(torch.rand((), generator=g)), 3))
+    cases = ((64, 1.0, 1.0), (64, 4.0, 1.0), (16, 0.25, 9.0), (512, 2.0, 0.5), drawn)
     for d_k, var_q, var_k in cases:
         ok, got = attempt(fn, d_k, var_q, var_k)
         if not ok:
@@ -106,7 +111,7 @@ def check_unit_scale(fn) -> bool:
                 "提示：要除以 q·k 的标准差，而不是方差：出现的是 √(var_q var_k)。")
         return report(number_problem(got, want), f"d_k={d_k}, var_q={var_q}, var_k={var_k}",
                       f"d_k={d_k}、var_q={var_q}、var_k={var_k} 时")
-    g = torch.Generator().manual_seed(5)
+    g = fresh_generator()
     d_k, var_q, var_k = 256, 4.0, 0.25 * 9
     q = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_q)
     k = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_k)
@@ -123,7 +128,7 @@ _LIBRARY_ATTENTION = ((course_utils.attention, "attention_with_weights"), (cours
 @never_raises
 def check_masked_attention(fn) -> bool:
     """Exercise 3: ``fn(q, k, v, mask)`` (mask True = may attend) must return ``(out, weights)``."""
-    q, k, v = _qkv(4, (2, 5, 4), t_k=6)
+    q, k, v = _qkv(fresh_int(0, 2**31, fresh_generator()), (2, 5, 4), t_k=6)   # fresh values each run
     mask = torch.ones(2, 5, 6, dtype=torch.bool)
     mask[0, :, 4:] = False                  # the last two keys of the first sequence are padding
     mask[1] = torch.tril(torch.ones(5, 6, dtype=torch.bool), diagonal=1)

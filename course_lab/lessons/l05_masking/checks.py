@@ -8,7 +8,20 @@ import torch
 
 from course_utils import masks
 
-from ...exercises import attempt, fail, has_python_loop, is_mask, is_tensor, never_raises, passed, watching
+from ...exercises import (
+    attempt,
+    fail,
+    fixed_id_problem,
+    fresh_generator,
+    fresh_int,
+    has_python_loop,
+    is_mask,
+    is_tensor,
+    never_raises,
+    other_ids,
+    passed,
+    watching,
+)
 
 # Element-by-element Python: indexing a tensor cell by cell, iterating over it, or building it from Python lists.
 _PYTHON_LEVEL = [(torch.Tensor, "__getitem__"), (torch.Tensor, "__setitem__"), (torch.Tensor, "__iter__"),
@@ -40,9 +53,10 @@ def _loops_message(what_en: str, what_zh: str) -> bool:
 
 
 def _left_padded_ids() -> torch.Tensor:
-    g = torch.Generator().manual_seed(5)
+    g = fresh_generator()
     ids = torch.randint(1, 50, (6, 7), generator=g)
-    for row, n_pad in enumerate((2, 0, 5, 6, 1, 3)):     # left padding: the pads come first
+    counts = [0, 6] + [fresh_int(0, 7, g) for _ in range(4)]   # one full row, one single token, four drawn
+    for row, n_pad in enumerate(counts):                 # left padding: the pads come first
         ids[row, :n_pad] = 0
     return ids
 
@@ -95,6 +109,13 @@ def check_left_padded_mask(fn) -> bool:
                     f"有格子不对：第 {i} 个序列、查询 {q}、键 {j} 应为 {bool(want[i, 0, q, j])}"
                     f"（查询 {q} 是{'填充' if ids[i, q] == 0 else '真实词元'}，"
                     f"键 {j} 是{'填充' if ids[i, j] == 0 else '真实词元'}）。")
+    ids2, special = other_ids(ids, {"pad_id": 0}, fresh_generator())
+    ok, got2 = attempt(fn, ids2.clone(), special["pad_id"])
+    if not ok:
+        return False
+    want2 = _reference_left_padded_mask(ids2, special["pad_id"])
+    if not isinstance(got2, torch.Tensor) or not torch.equal(got2, want2):
+        return fixed_id_problem(special)
     return passed("Correct: real tokens see only real tokens up to themselves, and no row is empty.",
                   "正确：真实词元只看到自己及之前的真实词元，而且没有一行是空的。")
 
@@ -107,7 +128,7 @@ def _reference_masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch
 
 
 def _softmax_case(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(7)
+    g = fresh_generator()
     scores = torch.randn(2, 3, 4, 5, generator=g) * 3
     keep = torch.rand(2, 3, 4, 5, generator=g) > 0.4
     keep[0, 0, 1] = False                      # a fully masked row
@@ -170,7 +191,8 @@ def _reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
 def check_sliding_window_mask(fn) -> bool:
     """Exercise 3: ``fn(T, window)`` -> ``(T, T)`` causal mask limited to the last ``window`` positions,
     built with broadcasting (no Python loops)."""
-    for t, window in ((6, 3), (5, 1), (4, 10), (7, 2)):
+    g = fresh_generator()                               # the last case is drawn afresh: no table passes
+    for t, window in ((6, 3), (5, 1), (4, 10), (7, 2), (fresh_int(1, 20, g), fresh_int(1, 12, g))):
         ok, got, loops = _python_loops(fn, t, window, budget=3)
         if not ok or not is_mask(got, (t, t)):
             return False

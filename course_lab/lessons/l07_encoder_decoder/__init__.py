@@ -47,28 +47,28 @@ COMPONENT_LABELS = {
 }
 
 
-def mha_params(d_model: int) -> int:
+def _mha_params(d_model: int) -> int:
     """W^Q, W^K, W^V, W^O (d_model × d_model each) and their four biases."""
     return 4 * d_model * d_model + 4 * d_model
 
 
-def ffn_params(d_model: int, d_ff: int) -> int:
+def _ffn_params(d_model: int, d_ff: int) -> int:
     """W_1 (d_model × d_ff) + b_1 (d_ff) + W_2 (d_ff × d_model) + b_2 (d_model)."""
     return 2 * d_model * d_ff + d_ff + d_model
 
 
-def norm_params(d_model: int) -> int:
+def _norm_params(d_model: int) -> int:
     """LayerNorm: a gain γ and a bias β per dimension."""
     return 2 * d_model
 
 
-def encoder_layer_params(d_model: int, d_ff: int) -> int:
-    return mha_params(d_model) + ffn_params(d_model, d_ff) + 2 * norm_params(d_model)
+def _encoder_layer_params(d_model: int, d_ff: int) -> int:
+    return _mha_params(d_model) + _ffn_params(d_model, d_ff) + 2 * _norm_params(d_model)
 
 
-def decoder_layer_params(d_model: int, d_ff: int) -> int:
+def _decoder_layer_params(d_model: int, d_ff: int) -> int:
     """Masked self-attention + cross-attention + FFN + three LayerNorms (reference of exercise 2)."""
-    return 2 * mha_params(d_model) + ffn_params(d_model, d_ff) + 3 * norm_params(d_model)
+    return 2 * _mha_params(d_model) + _ffn_params(d_model, d_ff) + 3 * _norm_params(d_model)
 
 
 def parameter_breakdown(d_model: int = 512, n_heads: int = 8, n_layers: int = 6, d_ff: int = 2048,
@@ -89,16 +89,16 @@ def parameter_breakdown(d_model: int = 512, n_heads: int = 8, n_layers: int = 6,
         raise ValueError(f"share_embeddings needs one vocabulary for both languages, got "
                          f"src_vocab={src_vocab} and tgt_vocab={tgt_vocab}: use the same size or "
                          "share_embeddings=False")
-    extra_norm = norm_params(d_model) if final_norm else 0
+    extra_norm = _norm_params(d_model) if final_norm else 0
     return {
         "embeddings": tgt_vocab * d_model + (0 if share_embeddings else src_vocab * d_model),
-        "enc_self_attn": n_layers * mha_params(d_model),
-        "enc_ffn": n_layers * ffn_params(d_model, d_ff),
-        "enc_norm": n_layers * 2 * norm_params(d_model) + extra_norm,
-        "dec_self_attn": n_layers * mha_params(d_model),
-        "dec_cross_attn": n_layers * mha_params(d_model),
-        "dec_ffn": n_layers * ffn_params(d_model, d_ff),
-        "dec_norm": n_layers * 3 * norm_params(d_model) + extra_norm,
+        "enc_self_attn": n_layers * _mha_params(d_model),
+        "enc_ffn": n_layers * _ffn_params(d_model, d_ff),
+        "enc_norm": n_layers * 2 * _norm_params(d_model) + extra_norm,
+        "dec_self_attn": n_layers * _mha_params(d_model),
+        "dec_cross_attn": n_layers * _mha_params(d_model),
+        "dec_ffn": n_layers * _ffn_params(d_model, d_ff),
+        "dec_norm": n_layers * 3 * _norm_params(d_model) + extra_norm,
         "output": (0 if tie_output else d_model * tgt_vocab) + tgt_vocab,
     }
 

@@ -10,7 +10,19 @@ import torch
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed, watching
+from ...exercises import (
+    attempt,
+    fail,
+    fixed_id_problem,
+    fresh_generator,
+    fresh_int,
+    has_python_loop,
+    is_tensor,
+    never_raises,
+    other_ids,
+    passed,
+    watching,
+)
 
 
 def _decoder_case(seed: int = 7, norm_first: bool = True):
@@ -54,7 +66,7 @@ def _pre_norm_variants(layer, y, memory, mask) -> dict[str, torch.Tensor]:
 @never_raises
 def check_decoder_layer(fn) -> bool:
     """Exercise 1: ``fn(layer, y, memory, memory_mask)`` must compute the *pre-norm* decoder layer."""
-    layer, y, memory, mask = _decoder_case()
+    layer, y, memory, mask = _decoder_case(fresh_int(0, 2**31, fresh_generator()))   # a fresh layer each run
     with torch.no_grad():
         want = layer(y, memory, None, mask)
         wrong = _pre_norm_variants(layer, y, memory, mask)
@@ -108,23 +120,26 @@ def _decoder_layer_classes() -> list:
     import course_utils
     import course_utils.layers
 
-    return [(course_utils, "DecoderLayer"), (course_utils.layers, "DecoderLayer")]
+    # any module built counts: the layer itself, a Decoder around it, type(layer)(...)
+    return [(course_utils, "DecoderLayer"), (course_utils.layers, "DecoderLayer"), (torch.nn, "Module")]
 
 
 @never_raises
 def check_lean_decoder_layer_params(fn) -> bool:
     """Exercise 2: ``fn(d_model, d_ff)`` = parameters of ``DecoderLayer(..., bias=False, norm="rms")``, by formula."""
+    g = fresh_generator()
+    cases = [(8, 16), (64, 256), (512, 2048), (4 * fresh_int(1, 65, g), fresh_int(1, 1025, g))]   # one fresh
+    results = []
     with watching(fn, _decoder_layer_classes()) as calls:
-        ok, _ = attempt(fn, 8, 16)
-    if not ok:
-        return False
+        for d_model, d_ff in cases:
+            ok, got = attempt(fn, d_model, d_ff)
+            if not ok:
+                return False
+            results.append(got)
     if calls:
         return fail("You built a DecoderLayer and counted: the exercise asks for the formula, from the shapes.",
                     "你构建了一个 DecoderLayer 再去数：本题要求由各个矩阵的形状推出公式。")
-    for d_model, d_ff in ((8, 16), (64, 256), (512, 2048)):
-        ok, got = attempt(fn, d_model, d_ff)
-        if not ok:
-            return False
+    for (d_model, d_ff), got in zip(cases, results):
         want = _decoder_layer_size(d_model, d_ff, lean=True)
         if got != want:
             hint_en, hint_zh = "", ""
@@ -155,7 +170,7 @@ def _reverse_tokens_reference(src: torch.Tensor, pad_id: int) -> torch.Tensor:
 @never_raises
 def check_reverse_tokens(fn) -> bool:
     """Exercise 3: ``fn(src, pad_id)`` reverses each row's real tokens and leaves the padding on the right."""
-    g = torch.Generator().manual_seed(3)
+    g = fresh_generator()
     src = torch.randint(3, 12, (5, 7), generator=g)
     for row, length in enumerate((7, 4, 1, 5, 3)):
         src[row, length:] = 0
@@ -174,5 +189,12 @@ def check_reverse_tokens(fn) -> bool:
     if not torch.equal(got, want):
         return fail("Some rows are wrong: row i must hold its first length_i tokens in reverse, then the padding.",
                     "有些行不对：第 i 行应先是它的前 length_i 个词元的倒序，然后是填充。")
+    src2, special = other_ids(src, {"pad_id": 0}, g)
+    ok, got2 = attempt(fn, src2.clone(), special["pad_id"])
+    if not ok:
+        return False
+    want2 = _reverse_tokens_reference(src2, special["pad_id"])
+    if not isinstance(got2, torch.Tensor) or not torch.equal(got2, want2):
+        return fixed_id_problem(special)
     return passed("Correct: the real tokens are reversed, the padding stays on the right.",
                   "正确：真实词元倒序排列，填充仍在右边。")

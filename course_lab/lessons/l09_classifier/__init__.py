@@ -29,10 +29,6 @@ from .checks import check_early_stop as check_early_stop
 from .checks import check_majority_baseline as check_majority_baseline
 from .checks import check_max_pool as check_max_pool
 from .checks import check_prepend_cls as check_prepend_cls
-from .checks import early_stop as early_stop
-from .checks import majority_baseline as majority_baseline
-from .checks import masked_max_pool as masked_max_pool
-from .checks import prepend_cls as prepend_cls
 
 LABEL_NAMES = {"en": ("negative", "positive"), "zh": ("负面", "正面")}
 

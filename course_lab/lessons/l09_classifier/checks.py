@@ -12,7 +12,17 @@ from collections.abc import Sequence
 
 import torch
 
-from ...exercises import attempt, fail, is_tensor, never_raises, number_problem, passed, report
+from ...exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    is_tensor,
+    never_raises,
+    number_problem,
+    passed,
+    report,
+)
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -22,13 +32,13 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     return (logits.argmax(dim=-1) == labels).float().mean().item()
 
 
-def masked_max_pool(h: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+def _masked_max_pool(h: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Reference of exercise 1: the largest value of each channel over the real positions, ``(B, T, C) -> (B, C)``."""
     return h.masked_fill(~keep[..., None], float("-inf")).amax(dim=1)
 
 
 def _pool_case():
-    g = torch.Generator().manual_seed(9)
+    g = fresh_generator()
     h = torch.randn(3, 5, 4, generator=g) - 3.0               # mostly negative values
     keep = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=torch.bool)
     h[~keep] = 10.0                                            # padding holds large garbage
@@ -42,7 +52,7 @@ def check_max_pool(fn) -> bool:
     ok, got = attempt(fn, h.clone(), keep.clone())
     if not ok or not is_tensor(got, (3, 4), "pooled", "池化结果"):
         return False
-    want = masked_max_pool(h, keep)
+    want = _masked_max_pool(h, keep)
     got = got.detach().float()
     if torch.allclose(got, want):
         return passed("Correct: padding can never win the max, whatever it holds.",
@@ -59,7 +69,7 @@ def check_max_pool(fn) -> bool:
                 f"数值不对（最大差值 {err:.3g}）：应在 dim=1（位置维度）上取最大值。")
 
 
-def prepend_cls(ids: torch.Tensor, cls_id: int) -> torch.Tensor:
+def _prepend_cls(ids: torch.Tensor, cls_id: int) -> torch.Tensor:
     """Reference of exercise 2: ``cls_id`` inserted in front of every row, ``(B, T) -> (B, T + 1)``."""
     return torch.cat([torch.full((ids.size(0), 1), cls_id, dtype=ids.dtype), ids], dim=1)
 
@@ -69,6 +79,22 @@ def check_prepend_cls(fn) -> bool:
     """Exercise 2: ``fn(ids (B, T), cls_id) -> (B, T + 1)``, the ``[CLS]`` id in front, every token kept."""
     ids = torch.tensor([[2, 5, 1, 7, 0, 0], [1, 3, 3, 2, 6, 4], [4, 1, 2, 0, 0, 0]])   # 0 = <pad>, at the end
     cls_id = 12
+    g = fresh_generator()                                  # then a drawn batch and [CLS] id: no fixed answer passes
+    drawn = torch.randint(1, 50, (fresh_int(1, 6, g), fresh_int(1, 9, g)), generator=g)
+    drawn_cls = fresh_int(50, 100, g)
+    ok, got = attempt(fn, drawn.clone(), drawn_cls)
+    if not ok:
+        return False
+    if not isinstance(got, torch.Tensor) or not torch.equal(got, _prepend_cls(drawn, drawn_cls)):
+        shown = f"ids of shape {tuple(drawn.shape)}, cls_id={drawn_cls}"
+        ok_fixed, got_fixed = attempt(fn, ids.clone(), cls_id)
+        if not ok_fixed:
+            return False
+        if isinstance(got_fixed, torch.Tensor) and torch.equal(got_fixed, _prepend_cls(ids, cls_id)):
+            return fail(f"Not yet for {shown}: row b must be [cls_id, ids[b, 0], ..., ids[b, T-1]] for any batch "
+                        "size, length and cls_id.",
+                        f"输入为形状 {tuple(drawn.shape)} 的 ids、cls_id={drawn_cls} 时还不对：对任意批大小、长度和 "
+                        "cls_id，第 b 行都应为 [cls_id, ids[b, 0], ..., ids[b, T-1]]。")
     ok, got = attempt(fn, ids.clone(), cls_id)
     if not ok or not is_tensor(got, None, "ids with [CLS]", "加上 [CLS] 的 ID"):
         return False
@@ -86,14 +112,14 @@ def check_prepend_cls(fn) -> bool:
                     "padding, at a different position in every row.",
                     "[CLS] 要放在最前面：pool='cls' 读取的是第 0 个位置。放在末尾的话，它还会落在填充之后，"
                     "每一行的位置都不一样。")
-    if not torch.equal(got, prepend_cls(ids, cls_id)):
+    if not torch.equal(got, _prepend_cls(ids, cls_id)):
         return fail("Not yet: row b must be [cls_id, ids[b, 0], ..., ids[b, T-1]], padding still at the end.",
                     "还不对：第 b 行应为 [cls_id, ids[b, 0], ..., ids[b, T-1]]，填充仍然在末尾。")
     return passed("Correct: every row starts with [CLS] and keeps all its tokens. Now run the experiment below.",
                   "正确：每一行都以 [CLS] 开头，并保留了全部词元。现在运行下面的实验。")
 
 
-def majority_baseline(train_labels: Sequence[int], eval_labels: Sequence[int]) -> float:
+def _majority_baseline(train_labels: Sequence[int], eval_labels: Sequence[int]) -> float:
     """Reference of exercise 3: accuracy on ``eval_labels`` of always predicting the most common training label."""
     train_labels, eval_labels = list(map(int, train_labels)), list(map(int, eval_labels))
     if not train_labels or not eval_labels:
@@ -109,11 +135,18 @@ def check_majority_baseline(fn) -> bool:
     cases = [([1] * 9 + [0] * 5, [0] * 6 + [1] * 4),        # train says 1, eval is mostly 0: 0.4
              ([1] * 1600, [1] * 400),                        # the synthetic task: every label is 1
              ([0, 1, 1, 0, 0], [1, 0, 1, 1, 1, 0, 1])]
+    g = fresh_generator()                                   # drawn lists with a unique majority: no fixed answer
+    while len(cases) < 6:
+        n_classes = fresh_int(2, 6, g)
+        train = torch.randint(n_classes, (fresh_int(5, 40, g),), generator=g).tolist()
+        counts = sorted(Counter(train).values())
+        if len(counts) == 1 or counts[-1] > counts[-2]:
+            cases.append((train, torch.randint(n_classes, (fresh_int(3, 30, g),), generator=g).tolist()))
     for train, dev in cases:
         ok, got = attempt(fn, list(train), list(dev))
         if not ok:
             return False
-        want = majority_baseline(train, dev)
+        want = _majority_baseline(train, dev)
         problem = number_problem(got, want, rel=1e-6)
         if problem is None:
             continue
@@ -129,7 +162,7 @@ def check_majority_baseline(fn) -> bool:
                   "正确：任何分类器的准确率只有超过这个数，才有意义。")
 
 
-def early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
+def _early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
     """Reference of exercise 4: ``(stop, keep)``, the evaluation at which early stopping ends training (the first
     one after ``patience`` evaluations in a row without a new best; the last one if that never happens) and the
     evaluation whose weights it keeps (the best seen up to ``stop``)."""
@@ -149,17 +182,21 @@ def early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
 EARLY_STOP_CASES = (([1.0, 0.8, 0.9, 0.95, 0.97, 0.99, 0.7], 2),  # the best point comes after the stop
                     ([0.493, 0.459, 0.451, 0.471, 0.467], 1),       # the dev losses of this lesson's CPU run
                     ([0.493, 0.459, 0.451, 0.471, 0.467], 2),
-                    ([3.0, 2.0, 1.0], 1))                           # never stops early
+                    ([3.0, 2.0, 1.0], 1),                           # never stops early
+                    ([1.0, 0.5, 0.9, 0.8, 0.7, 0.6], 2))            # better than the previous, never the best
 
 
 @never_raises
 def check_early_stop(fn) -> bool:
     """Exercise 4: ``fn(dev_losses, patience) -> (stop, keep)``, deciding as training goes (no look at later losses)."""
-    for losses, patience in EARLY_STOP_CASES:
+    g = fresh_generator()                                   # drawn curves too: no table of the cases passes
+    drawn = [([round(float(v), 3) for v in 1 + torch.rand(fresh_int(4, 13, g), generator=g)], fresh_int(1, 4, g))
+             for _ in range(6)]
+    for losses, patience in EARLY_STOP_CASES + tuple(drawn):
         ok, got = attempt(fn, list(losses), patience)
         if not ok:
             return False
-        want = early_stop(losses, patience)
+        want = _early_stop(losses, patience)
         try:
             got = tuple(int(v) for v in got)
         except (TypeError, ValueError):

@@ -8,7 +8,7 @@ The notebook writes the sampling plan, teacher forcing, the loss, the schedule a
 module holds what would distract from that:
 
 * the data: :func:`source_text`, :func:`target_text`, :func:`split_numbers`, :func:`make_tokenizers`;
-* :func:`translate` (greedy or beam search, ids → strings) and :func:`cross_attention` (the decoder's
+* :func:`translate` (greedy or beam search, ids → strings) and :func:`cross_attention_maps` (the decoder's
   cross-attention weights for one translation, via ``record_attention``);
 * figures: :func:`plot_lr_schedule` and :func:`plot_cross_attention`;
 * :func:`build_translation_widget`: a number (slider or text box) → source words, greedy and beam outputs and
@@ -28,12 +28,8 @@ from course_utils.multihead import record_attention
 from ... import i18n, viz
 from .checks import check_encode_without_positions as check_encode_without_positions
 from .checks import check_exact_match as check_exact_match
-from .checks import check_shift_right as check_shift_right
 from .checks import check_smoothed_targets as check_smoothed_targets
-from .checks import encode_without_positions as encode_without_positions
-from .checks import exact_match as exact_match
-from .checks import shift_right as shift_right
-from .checks import smoothed_targets as smoothed_targets
+from .checks import check_visible_labels as check_visible_labels
 from .numbers import DIGIT_WORDS as DIGIT_WORDS
 from .numbers import LARGEST_TEXT, MAX_NUMBER, _check_number
 from .numbers import SOURCE_WORDS as SOURCE_WORDS
@@ -56,7 +52,7 @@ def translate(model, numbers, src_tok, tgt_tok, method: str = "greedy", beam_siz
                               max_new_tokens=max_new_tokens, batch_size=batch_size)
 
 
-def cross_attention(model, number: int, src_tok, tgt_tok, output: str | None = None) -> dict:
+def cross_attention_maps(model, number: int, src_tok, tgt_tok, output: str | None = None) -> dict:
     """The decoder's cross-attention weights while it writes ``output`` (default: its greedy translation).
 
     Returns ``{"weights": (n_layers, h, T_out, T_src) tensor, "source": source tokens, "target": output tokens
@@ -187,7 +183,7 @@ def build_translation_widget(model, src_tok, tgt_tok, number: int = 45_678, beam
         greedy = translate(model, [n], src_tok, tgt_tok, "greedy", max_new_tokens=max_len)[0]
         beam = translate(model, [n], src_tok, tgt_tok, "beam", beam_size=beam_size, max_new_tokens=max_len)[0]
         reference = target_text(n)
-        attn = cross_attention(model, n, src_tok, tgt_tok, output=greedy)
+        attn = cross_attention_maps(model, n, src_tok, tgt_tok, output=greedy)
         code = i18n.current_language()
 
         def shown(out):        # words, not ✓/✗: CJK fonts such as WenQuanYi have no glyphs for those marks

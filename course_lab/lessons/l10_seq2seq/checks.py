@@ -14,55 +14,75 @@ import torch.nn.functional as F
 from course_utils.masks import padding_mask
 from course_utils.modes import model_device
 
-from ...exercises import as_number, attempt, fail, has_python_loop, is_tensor, never_raises, passed, report
-from .numbers import TARGET_CHARS, make_tokenizers, source_text
+from ...exercises import (
+    also_right_for,
+    as_number,
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    is_tensor,
+    never_raises,
+    passed,
+    report,
+    tensor_problem,
+)
+from .numbers import make_tokenizers, source_text
 
-# --- exercise 1: the decoder input from the labels
-
-def shift_right(tgt_out: torch.Tensor, bos_id: int, eos_id: int, pad_id: int) -> torch.Tensor:
-    """Reference: labels ``y <eos> <pad>…`` ``(B, T)`` → decoder input ``<bos> y <pad>…`` ``(B, T)``."""
-    shifted = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
-    return shifted.masked_fill(shifted == eos_id, pad_id)
+# --- exercise 1: which labels each prediction can see (derive, then compare with the shift)
 
 
-def _label_batch(seed: int = 10) -> torch.Tensor:
-    """Labels ``y <eos>`` padded, with the vocabulary of make_tokenizers: ids 5.. are characters."""
-    g = torch.Generator().manual_seed(seed)
-    rows = []
-    for length in (5, 1, 3, 5, 0):                 # one row fills the width, one is only <eos>
-        y = torch.randint(5, 5 + len(TARGET_CHARS), (length,), generator=g).tolist()
-        rows.append(y + [3])
-    width = max(len(r) for r in rows)
-    return torch.tensor([r + [0] * (width - len(r)) for r in rows])
+def _visible_labels(t: int, shifted: bool) -> torch.Tensor:
+    """The check's reference: ``(T, T)`` bool, row i (the prediction of ``tgt_out[i]``) × column j (the label
+    ``tgt_out[j]``). With the shift, position i reads ``<bos> tgt_out[:i]``: the labels before it. Fed
+    ``tgt_out`` itself it reads ``tgt_out[:i+1]``: its own label too."""
+    return torch.tril(torch.ones(t, t, dtype=torch.bool), diagonal=-1 if shifted else 0)
 
 
 @never_raises
-def check_shift_right(fn) -> bool:
-    """Exercise 1: ``fn(tgt_out, bos_id, eos_id, pad_id)`` = the teacher-forcing decoder input."""
-    tgt_out = _label_batch()
-    if has_python_loop(fn):
-        return fail("Your function loops in Python: the exercise asks for tensor operations (a shift and a mask), "
-                    "which run on the whole batch at once, on any device.",
-                    "你的函数用了 Python 循环：这道练习要求用张量运算（一次平移加一个掩码），"
-                    "一次处理整个批次，在任何设备上都能跑。")
-    ok, got = attempt(fn, tgt_out.clone(), 2, 3, 0)
-    if not ok or not is_tensor(got, tgt_out.shape, "tgt_in (the shape of tgt_out)", "tgt_in（与 tgt_out 形状相同）"):
-        return False
-    want = shift_right(tgt_out, 2, 3, 0)
-    if torch.equal(got, want):
-        return passed("Correct: every row starts with <bos>, and position i reads y_<i to predict y_i.",
-                      "正确：每一行都以 <bos> 开头，位置 i 读入 y_<i，去预测 y_i。")
-    plain = torch.cat([torch.full_like(tgt_out[:, :1], 2), tgt_out[:, :-1]], dim=1)
-    if torch.equal(got, plain):
-        return fail("Almost: shorter rows still contain <eos> in the input. The decoder never reads <eos> "
-                    "(nothing comes after it): turn it into <pad>.",
-                    "差一点：较短的行在输入里还留着 <eos>。解码器永远不会读入 <eos>（它后面没有要预测的内容了），"
-                    "要把它换成 <pad>。")
-    if got[:, 0].eq(2).all():
-        return fail("The first column is right but the rest is not: it must be tgt_out shifted right by one.",
-                    "第一列对了，后面不对：其余部分应该是 tgt_out 整体右移一位。")
-    return fail(f"Not the expected input. For tgt_out\n{tgt_out}\nit should be\n{want}\nbut is\n{got}",
-                f"结果不对。对于 tgt_out\n{tgt_out}\n应该得到\n{want}\n实际是\n{got}")
+def check_visible_labels(fn) -> bool:
+    """Exercise 1: ``fn(T, shifted) -> (T, T) bool``: may the decoder's prediction at position i depend on the label
+    ``tgt_out[j]``, under the causal mask, when it reads ``tgt_in`` (``shifted=True``) or ``tgt_out`` itself
+    (``shifted=False``, the common mistake)? Several drawn lengths."""
+    g = fresh_generator()
+    lengths = (4, 1, *(fresh_int(2, 65, g) for _ in range(3)))         # three drawn lengths: no table passes
+    for t in lengths:
+        for shifted in (True, False):
+            ok, got = attempt(fn, t, shifted)
+            if not ok:
+                return False
+            what = f"T = {t}, shifted = {shifted}"
+            if not is_tensor(got, (t, t), what, f"T = {t}、shifted = {shifted} 时", dtype=torch.bool):
+                return False
+            want = _visible_labels(t, shifted)
+            if torch.equal(got, want):
+                continue
+            if t > 1 and torch.equal(got, want.T):
+                return fail(f"{what}: your matrix is transposed. Rows are the predictions (position i), columns "
+                            "the labels (tgt_out[j]); a prediction may only depend on labels to its left.",
+                            f"T = {t}、shifted = {shifted} 时：你的矩阵转置了。行是预测（位置 i），列是标签"
+                            "（tgt_out[j]）；一个预测只能依赖它左边的标签。")
+            if shifted and torch.equal(got, _visible_labels(t, False)):
+                return fail(f"{what}: with the shift, position i reads <bos> and tgt_out[:i], not tgt_out[i] "
+                            "itself: the causal mask lets it see tgt_in[:i+1], and tgt_in is tgt_out moved one "
+                            "place right. The diagonal must be False.",
+                            f"T = {t}、shifted = True 时：右移之后，位置 i 读到的是 <bos> 和 tgt_out[:i]，"
+                            "读不到 tgt_out[i] 本身：因果掩码让它看到 tgt_in[:i+1]，而 tgt_in 是 tgt_out 右移一位。"
+                            "对角线必须是 False。")
+            if not shifted and torch.equal(got, _visible_labels(t, True)):
+                return fail(f"{what}: without the shift the decoder reads tgt_out[:i+1], so position i sees the "
+                            "very label it must predict (the diagonal): that is the leak the shift prevents.",
+                            f"T = {t}、shifted = False 时：不右移的话，解码器读入 tgt_out[:i+1]，位置 i "
+                            "就能看到自己要预测的那个标签（对角线）：右移防的正是这种泄漏。")
+            i, j = [int(v) for v in (got != want).nonzero()[0]]
+            return fail(f"{what}: entry [{i}, {j}] should be {bool(want[i, j])}. Which tokens of its input can "
+                        f"position {i} read through the causal mask, and which labels are they?",
+                        f"T = {t}、shifted = {shifted} 时：第 [{i}, {j}] 项应为 {bool(want[i, j])}。"
+                        f"想一想：通过因果掩码，位置 {i} 能读到输入里的哪些词元？它们分别是哪些标签？")
+    return passed("Correct: with the shift every prediction sees only the labels before it (strictly below the "
+                  "diagonal); without it each position sees its own answer, and the model learns to copy.",
+                  "正确：右移之后，每个预测只看得到它之前的标签（严格位于对角线下方）；不右移的话，"
+                  "每个位置都看得到自己的答案，模型就学会了照抄。")
 
 
 # --- exercise 2: exact match
@@ -73,7 +93,7 @@ def _strip(row: list[int], eos_id: int, pad_id: int) -> list[int]:
     return [t for t in row if t != pad_id]
 
 
-def exact_match(pred: torch.Tensor, ref: torch.Tensor, eos_id: int, pad_id: int) -> float:
+def _exact_match(pred: torch.Tensor, ref: torch.Tensor, eos_id: int, pad_id: int) -> float:
     """Reference: fraction of rows whose tokens before the first ``<eos>`` (padding dropped) are identical."""
     rows = [_strip(p, eos_id, pad_id) == _strip(r, eos_id, pad_id) for p, r in zip(pred.tolist(), ref.tolist())]
     return sum(rows) / len(rows)
@@ -97,6 +117,15 @@ def check_exact_match(fn) -> bool:
          "the two tensors may have different widths: compare the sequences, not the padded rows",
          "两个张量的宽度可以不同：比较的是序列本身，而不是补齐后的整行"),
     ]
+    g = fresh_generator()                               # a drawn batch too: no table of the cases passes
+    ref = torch.randint(5, 9, (7, 4), generator=g)     # 7 rows: the score is k/7, never a fixed case's 0.5
+    pred = ref.clone()
+    pred[:fresh_int(1, 7, g), fresh_int(0, 4, g)] = 9  # some rows get one wrong token
+    ref = torch.cat([ref, torch.full((7, 1), E), torch.full((7, 1), P)], dim=1)
+    pred = torch.cat([pred, torch.full((7, 1), E), torch.randint(5, 9, (7, fresh_int(0, 3, g)), generator=g)], dim=1)
+    cut = fresh_int(1, 5, g)
+    ref[4, cut:] = torch.tensor([E] + [P] * (ref.shape[1] - cut - 1))  # a shorter reference
+    cases.append((pred.tolist(), ref.tolist(), _exact_match(pred, ref, E, P), None, None))
     for pred, ref, expected, hint_en, hint_zh in cases:
         ok, got = attempt(fn, torch.tensor(pred), torch.tensor(ref), E, P)
         if not ok:
@@ -115,7 +144,7 @@ def check_exact_match(fn) -> bool:
 
 # --- exercise 3: the label-smoothed target distribution
 
-def smoothed_targets(targets: torch.Tensor, vocab_size: int, eps: float, pad_id: int) -> torch.Tensor:
+def _smoothed_targets(targets: torch.Tensor, vocab_size: int, eps: float, pad_id: int) -> torch.Tensor:
     """Reference: ``(N,)`` ids → ``(N, V)``: ``1 − ε + ε/V`` on the target, ``ε/V`` elsewhere; padding rows 0."""
     q = torch.full((targets.numel(), vocab_size), eps / vocab_size)
     q.scatter_(1, targets.reshape(-1, 1), 1.0 - eps + eps / vocab_size)
@@ -131,13 +160,21 @@ def check_smoothed_targets(fn) -> bool:
     ok, got = attempt(fn, targets.clone(), V, eps, pad)
     if not ok or not is_tensor(got, (len(targets), V), "q", "q"):
         return False
-    want = smoothed_targets(targets, V, eps, pad)
+    want = _smoothed_targets(targets, V, eps, pad)
     got = got.detach().float()
     keep = targets != pad
     kept = int(keep.sum())
     if torch.allclose(got, want, atol=1e-6):
+        g = fresh_generator()                                  # one drawn case too: no table of the case passes
+        V2, pad2 = fresh_int(5, 40, g), fresh_int(0, 5, g)
+        eps2 = round(0.05 + 0.3 * float(torch.rand((), generator=g)), 3)
+        targets2 = torch.randint(0, V2, (fresh_int(1, 9, g),), generator=g)
+        targets2[0] = pad2
+        want2 = _smoothed_targets(targets2, V2, eps2, pad2)
+        if not also_right_for(fn, (targets2, V2, eps2, pad2), want2, tensor_problem):
+            return False
         # the definition is the one of F.cross_entropy(label_smoothing=eps): show it through the loss
-        logits = torch.randn(len(targets), V, generator=torch.Generator().manual_seed(3))
+        logits = torch.randn(len(targets), V, generator=fresh_generator())
         soft = -(got * F.log_softmax(logits, -1)).sum(-1)[keep].mean()
         hard = F.cross_entropy(logits, targets, ignore_index=pad, label_smoothing=eps)
         if torch.allclose(soft, hard, atol=1e-5):
@@ -165,7 +202,7 @@ def check_smoothed_targets(fn) -> bool:
 ANAGRAMS = (1_200, 2_100)        # "one thousand, two hundred" and "two thousand, one hundred": the same five words
 
 
-def encode_without_positions(model, src: torch.Tensor) -> torch.Tensor:
+def _encode_without_positions(model, src: torch.Tensor) -> torch.Tensor:
     """Reference: the encoder output ``(B, S, C)`` of ``model.encode`` with the source positional encoding left out."""
     return model.encoder(model.src_embed(src), padding_mask(src, model.pad_id))
 
@@ -202,7 +239,7 @@ def check_encode_without_positions(fn, model=None, src_tok=None, tgt_tok=None) -
     src = tiny_src_tok.encode_batch([source_text(n) for n in (*ANAGRAMS, 45_678)])          # (3, S)
     with torch.no_grad():
         with_positions = tiny.encode(src)[0]
-        want = encode_without_positions(tiny, src)
+        want = _encode_without_positions(tiny, src)
         no_mask = tiny.encoder(tiny.src_embed(src), None)
     pos_module = tiny.src_pos
     with torch.no_grad():

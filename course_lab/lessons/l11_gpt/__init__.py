@@ -28,8 +28,7 @@ from course_utils.sampling import top_p_filter as top_p_filter
 from ... import i18n, viz
 from .checks import check_gpt_block_params as check_gpt_block_params
 from .checks import check_min_p as check_min_p
-from .checks import check_top_p as check_top_p
-from .checks import min_p_filter as min_p_filter
+from .checks import check_top_p_range as check_top_p_range
 
 # ------------------------------------------------------------------------------------------------------------
 # Sampling

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.sampling import top_p_filter
-
-from ...exercises import attempt, fail, never_raises, passed, type_problem, watching
+from ...exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    never_raises,
+    passed,
+    type_problem,
+    watching,
+)
 
 # ------------------------------------------------------------------------------------------------------------
 # Exercise checks: print a verdict, return True / False, never raise
@@ -31,8 +38,11 @@ def _gpt_block_params(d_model: int, d_ff: int) -> int:
 
 
 def _counting_targets() -> list:
-    """What counting from a built module goes through: the parameter iterators of every ``nn.Module``."""
-    return [(torch.nn.Module, "parameters"), (torch.nn.Module, "named_parameters")]
+    """What counting from a module goes through: building one (``nn.Module.__init__``, whatever the class), and
+    every route to the parameters of an existing one (the trained model's): the parameter iterators,
+    ``state_dict``, and the module iterators that lead to each submodule's ``_parameters``."""
+    return [(torch.nn, "Module")] + [(torch.nn.Module, name) for name in (
+        "parameters", "named_parameters", "state_dict", "modules", "named_modules", "children", "named_children")]
 
 
 @never_raises
@@ -45,7 +55,8 @@ def check_gpt_block_params(fn) -> bool:
     """
     results = []
     with watching(fn, _counting_targets()) as calls:
-        for d, d_ff in ((64, 256), (48, 100), (384, 1536)):
+        g = fresh_generator()
+        for d, d_ff in ((64, 256), (48, 100), (384, 1536), (4 * fresh_int(1, 129, g), fresh_int(1, 2049, g))):
             ok, got = attempt(fn, d, d_ff)
             if not ok:
                 return False
@@ -85,7 +96,7 @@ def _filter_targets() -> list:
     lesson = sys.modules[__package__]    # the names the notebook reaches as l11.*, looked up when the check runs
     return [(sampling, "top_k_filter"), (sampling, "top_p_filter"), (sampling, "sampling_distribution"),
             (sampling, "sample_next"), (lesson, "top_k_filter"), (lesson, "top_p_filter"),
-            (lesson, "sampling_distribution"), (lesson, "min_p_filter")]
+            (lesson, "sampling_distribution"), (sys.modules[__name__], "_min_p_filter")]
 
 
 def _called_a_filter(calls) -> bool:
@@ -100,7 +111,7 @@ def _returned_probabilities(got) -> bool:
     return bool((got >= 0).all()) and torch.allclose(got.float().sum(-1), torch.ones(got.shape[:-1]), atol=1e-4)
 
 
-def min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
+def _min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
     """min-p filtering: keep the tokens whose probability is at least ``p_base`` times the best one's."""
     probs = torch.softmax(logits.float(), dim=-1)
     threshold = p_base * probs.amax(dim=-1, keepdim=True)
@@ -111,11 +122,12 @@ def min_p_filter(logits: torch.Tensor, p_base: float) -> torch.Tensor:
 def check_min_p(fn) -> bool:
     """Exercise 2: ``fn(logits, p_base)`` keeps the tokens with probability ≥ p_base · (the largest probability).
 
-    Calling a ready-made filter (``course_utils.sampling``, or this module's ``min_p_filter``) is the shortcut ruled
+    Calling a ready-made filter (``course_utils.sampling``, or this module's reference) is the shortcut ruled
     out; an absolute threshold (probability ≥ p_base) is the common mistake min-p improves on.
     """
     fixed = torch.log(torch.tensor([[0.4, 0.3, 0.2, 0.06, 0.04], [0.9, 0.05, 0.03, 0.01, 0.01]]))
-    cases = [(fixed, 0.2), (fixed, 0.1)] + [(logits, 0.1) for logits in _cases_logits(12)]
+    drawn = _cases_logits(fresh_int(0, 2**31, fresh_generator()))          # fresh values each run
+    cases = [(fixed, 0.2), (fixed, 0.1)] + [(logits, 0.1) for logits in drawn]
     results = []
     with watching(fn, _filter_targets()) as calls:
         for logits, p_base in cases:
@@ -129,7 +141,7 @@ def check_min_p(fn) -> bool:
         problem = type_problem(got, logits.shape)
         if problem is not None:
             return fail(f"p_base = {p_base}: {problem[0]}", f"p_base = {p_base}：{problem[1]}")
-        want = min_p_filter(logits, p_base)
+        want = _min_p_filter(logits, p_base)
         kept, kept_want = torch.isfinite(got), torch.isfinite(want)
         if torch.equal(kept, kept_want) and torch.equal(got[kept], want[kept]):
             continue
@@ -150,47 +162,73 @@ def check_min_p(fn) -> bool:
     return passed("Correct: the cut-off follows the model's confidence.", "正确：截断线随模型的把握程度而变。")
 
 
-@never_raises
-def check_top_p(fn) -> bool:
-    """Exercise 3: ``fn(logits, p)`` = nucleus filtering (see :func:`top_p_filter`), written by hand.
+def _p_range(probs: torch.Tensor, k: int) -> tuple[float, float]:
+    """The check's reference: top-p keeps exactly ``k`` tokens for p in (mass of the best k − 1, mass of the best k]
+    (a token is kept while the mass of the tokens before it is below p)."""
+    mass = torch.cat([torch.zeros(1, dtype=torch.float64), probs.double().sort(descending=True).values.cumsum(0)])
+    return float(mass[k - 1]), float(mass[k])
 
-    Calling ``course_utils.sampling.top_p_filter`` (or ``sampling_distribution``) is the shortcut ruled out;
-    keeping tokens while the cumulative mass *including* the token is ≤ p is the common off-by-one mistake.
-    """
-    fixed = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
-    cases = [(fixed, 0.5), (fixed, 0.8), (fixed, 0.81), (fixed, 1.0)]
-    cases += [(logits, p) for logits in _cases_logits(13) for p in (0.3, 0.9)]
+
+def _range_cases(g: torch.Generator) -> list[tuple[torch.Tensor, int]]:
+    """A sure model, a flat one and drawn ones, with drawn k: several vectors the check draws afresh."""
+    sure = torch.softmax(torch.tensor([6.0, 2.0, 1.5, 1.0, 0.5, 0.0]), -1)
+    flat = torch.softmax(0.3 * torch.randn(6, generator=g), -1)
+    drawn = [torch.softmax(2 * torch.randn(fresh_int(3, 12, g), generator=g), -1) for _ in range(3)]
+    return [(sure, 3), (flat, 3), (sure, 1)] + [(v, fresh_int(1, len(v) + 1, g)) for v in drawn]
+
+
+@never_raises
+def check_top_p_range(fn) -> bool:
+    """Exercise 3: ``fn(probs (V,), k) -> (low, high)``: top-p keeps exactly k tokens for low < p ≤ high.
+
+    Derived, not searched: calling the library's filters (e.g. trying many p with ``top_p_filter``) is the shortcut
+    ruled out; the mass *including* the k-th token as the lower end is the common off-by-one."""
+    g = fresh_generator()
+    cases = _range_cases(g)
     results = []
     with watching(fn, _filter_targets()) as calls:
-        for logits, p in cases:
-            ok, got = attempt(fn, logits.clone(), p)
+        for probs, k in cases:
+            ok, got = attempt(fn, probs.clone(), k)
             if not ok:
                 return False
             results.append(got)
     if calls:
-        return _called_a_filter(calls)
-    for (logits, p), got in zip(cases, results):
-        want = top_p_filter(logits, p)
-        problem = type_problem(got, logits.shape)
-        if problem is not None:
-            return fail(f"p = {p}: {problem[0]}", f"p = {p}：{problem[1]}")
-        kept, kept_want = torch.isfinite(got), torch.isfinite(want)
-        if torch.equal(kept, kept_want) and torch.equal(got[kept], want[kept]):
+        return fail(f"You called {', '.join(sorted(set(calls)))}: searching for p by running the filter is not "
+                    "the derivation. Which tokens does top-p keep for a given p? Write the two ends from the "
+                    "sorted, cumulated probabilities.",
+                    f"你调用了 {'、'.join(sorted(set(calls)))}：靠反复运行过滤器去搜索 p 不算推导。"
+                    "对给定的 p，top-p 保留哪些词元？请由排序后的累计概率直接写出区间的两端。")
+    for (probs, k), got in zip(cases, results):
+        try:
+            low, high = (float(v) for v in got)
+        except (TypeError, ValueError, RuntimeError):
+            return fail(f"Return a pair (low, high), got {type(got).__name__}.",
+                        f"请返回一对数 (low, high)，实际返回的是 {type(got).__name__}。")
+        want = _p_range(probs, k)
+        if abs(low - want[0]) < 1e-6 and abs(high - want[1]) < 1e-6:
             continue
-        if _returned_probabilities(got):
-            return fail("Return filtered *logits* (−inf for the removed tokens), not probabilities.",
-                        "请返回过滤后的 *logits*（被去掉的词元设为 −inf），而不是概率。")
-        if logits is fixed:
-            names = "[0.5, 0.3, 0.15, 0.05]"
-            k_want = int(kept_want.sum())
-            return fail(f"For probabilities {names} and p = {p} keep the {k_want} best token(s) (the smallest set "
-                        f"whose mass reaches p: a token stays while the mass *before* it is below p); yours keeps "
-                        f"{int(kept.sum())}.",
-                        f"概率为 {names}、p = {p} 时应保留最好的 {k_want} 个词元（累计概率达到 p 的最小集合："
-                        f"只要排在它*前面*的概率之和还不到 p，这个词元就保留）；你的结果保留了 {int(kept.sum())} 个。")
-        return fail(f"p = {p}: the kept set differs from the nucleus (sort by probability, keep tokens until the "
-                    "cumulative probability reaches p; keep logits unchanged, others −inf).",
-                    f"p = {p}：保留的集合与核不一致（按概率从大到小排序，累计概率达到 p 之前的词元都保留，"
-                    "数值不变，其余设为 −inf）。")
-    return passed("Correct: the nucleus grows when the model is unsure and shrinks when it is confident.",
-                  "正确：模型没把握时核会变大，有把握时核会变小。")
+        shown = ", ".join(f"{float(p):.3f}" for p in probs)
+        if k < len(probs) and abs(low - want[1]) < 1e-6 and abs(high - _p_range(probs, k + 1)[1]) < 1e-6:
+            return fail(f"For probabilities ({shown}) and k = {k} you gave the range that keeps k + 1 tokens: a token "
+                        "is kept while the mass *before* it is below p, so the k-th token stays as soon as p is "
+                        "above the mass of the k − 1 better ones.",
+                        f"概率为 ({shown})、k = {k} 时，你给出的是保留 k + 1 个词元的区间：只要排在一个词元*前面*"
+                        "的概率之和还小于 p，它就被保留，所以 p 一旦超过前 k − 1 个词元的概率之和，"
+                        "第 k 个词元就留下了。")
+        unsorted = torch.cat([torch.zeros(1, dtype=torch.float64), probs.double().cumsum(0)])
+        if abs(low - float(unsorted[k - 1])) < 1e-6 and abs(high - float(unsorted[k])) < 1e-6:
+            return fail(f"For probabilities ({shown}): you added them up in vocabulary order. Top-p sorts first: "
+                        "the best tokens are kept first.",
+                        f"概率为 ({shown}) 时：你是按词表顺序累加的。top-p 要先排序：先保留概率最大的词元。")
+        return fail(f"For probabilities ({shown}) and k = {k}: expected ({want[0]:.4f}, {want[1]:.4f}], got "
+                    f"({low:.4f}, {high:.4f}].",
+                    f"概率为 ({shown})、k = {k} 时：应为 ({want[0]:.4f}, {want[1]:.4f}]，"
+                    f"实际是 ({low:.4f}, {high:.4f}]。")
+    sure, flat = cases[0][0], cases[1][0]
+    (s_low, s_high), (f_low, f_high) = _p_range(sure, 3), _p_range(flat, 3)
+    return passed(f"Correct. Three tokens are kept for {s_low:.3f} < p ≤ {s_high:.3f} when the model is sure, but "
+                  f"for {f_low:.3f} < p ≤ {f_high:.3f} when it is unsure: one p keeps few tokens in the first case "
+                  "and many in the second, which is what a fixed k cannot do.",
+                  f"正确。模型有把握时，{s_low:.3f} < p ≤ {s_high:.3f} 保留 3 个词元；没把握时则是 "
+                  f"{f_low:.3f} < p ≤ {f_high:.3f}：同一个 p，在前一种情况下保留的词元少，在后一种情况下多，"
+                  "这正是固定的 k 做不到的。")

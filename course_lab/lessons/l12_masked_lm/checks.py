@@ -14,7 +14,21 @@ from course_utils import mlm
 from course_utils.mlm import IGNORE_INDEX
 from course_utils.modes import evaluating
 
-from ...exercises import as_number, attempt, fail, never_raises, passed, report, type_problem, watching
+from ...exercises import (
+    also_right_for,
+    as_number,
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    never_raises,
+    number_problem,
+    passed,
+    report,
+    type_problem,
+    uses_the_generator,
+    watching,
+)
 
 _V, _MASK, _SPECIAL = 40, 4, (0, 1, 2, 3, 4)
 
@@ -23,55 +37,56 @@ def _z(count: int, trials: int, q: float) -> float:
     return abs(count - trials * q) / math.sqrt(max(trials * q * (1 - q), 1e-12))
 
 
-@never_raises
-def check_bert_masking(fn) -> bool:
-    """Exercise 1: ``fn(ids, mask_id, vocab_size, special_ids, p, generator) -> (inputs, labels)`` follows BERT:
-    p of the ordinary tokens selected; of those 80 % ``<mask>``, 10 % random, 10 % unchanged; labels −100
-    elsewhere; special tokens never selected."""
-    g = torch.Generator().manual_seed(12)
-    ids = torch.randint(5, _V, (128, 64), generator=g)
-    ids[:, 0] = 2
-    ids[:, 48:] = 0  # padding
-    with watching(fn, [(mlm, "mask_tokens")]) as calls:
-        ok, got = attempt(fn, ids.clone(), _MASK, _V, _SPECIAL, 0.15, torch.Generator().manual_seed(0))
-    if not ok:
-        return False
-    if calls:
-        return fail("You called mlm.mask_tokens: that is the library function this exercise asks you to write. "
-                    "Draw the selection and the 80/10/10 split yourself with torch.rand and torch.where.",
-                    "你调用了 mlm.mask_tokens：本题要你自己写的正是这个库函数。"
-                    "请用 torch.rand 和 torch.where 自己抽取被选中的位置，并完成 80/10/10 的划分。")
+# Statistical power of exercise 1's check. A batch of 256 rows × 128 tokens holds about 24,300 ordinary tokens
+# (a quarter of each row is padding, one <bos>). At p = 0.15 about 3,650 are selected: the binomial standard error
+# of a 10 % share is sqrt(0.1·0.9/3650) = 0.50 points and of the 80 % share 0.66 points, so an 85/7.5/7.5 split is
+# 5.0 and 7.6 standard errors away; at p = 0.4 (about 9,700 selected) 8.2 and 12. A selection rate that ignores p
+# misses one of the two rates by far more. A correct answer lands beyond Z_MAX = 4.5 with probability about 1e-5
+# per share (8 shares and 2 rates are tested).
+Z_MAX = 4.5
+
+
+def _bert_batch(g: torch.Generator, rows: int = 256, cols: int = 128) -> torch.Tensor:
+    ids = torch.randint(5, _V, (rows, cols), generator=g)
+    ids[:, 0] = 2                                     # <bos>
+    ids[:, 3 * cols // 4:] = 0                        # padding
+    return ids
+
+
+def _judge_bert(ids: torch.Tensor, p: float, got) -> tuple[bool, str, str]:
+    """Judge one result of exercise 1 at rate ``p``: ``(ok, summary en, summary zh)``; prints the verdict if not."""
     if not (isinstance(got, tuple) and len(got) == 2):
-        return fail("Return a pair (inputs, labels).", "请返回一个二元组 (inputs, labels)。")
+        return fail("Return a pair (inputs, labels).", "请返回一个二元组 (inputs, labels)。"), "", ""
     inputs, labels = got
     for name, t in (("inputs", inputs), ("labels", labels)):
         problem = type_problem(t, ids.shape)
         if problem is not None:
-            return fail(f"{name}: {problem[0]}", f"{name}：{problem[1]}")
+            return fail(f"{name}: {problem[0]}", f"{name}：{problem[1]}"), "", ""
     special = torch.isin(ids, torch.tensor(_SPECIAL))
     selected = labels != IGNORE_INDEX
     if bool(selected.all()):
         return fail("No label is −100: only the selected positions get their original id as the label; every "
                     "other label must be −100, so that the loss ignores it.",
                     "没有一个标签是 −100：只有被选中的位置以原来的 ID 作为标签，其余位置的标签都必须是 −100，"
-                    "这样损失才会忽略它们。")
+                    "这样损失才会忽略它们。"), "", ""
     if not torch.equal(labels[selected], ids[selected]):
         return fail("At the selected positions the label must be the *original* token id.",
-                    "被选中的位置上，标签必须是*原来的*词元 ID。")
+                    "被选中的位置上，标签必须是*原来的*词元 ID。"), "", ""
     if (selected & special).any():
         return fail("Special tokens (<pad>, <bos>, …) were selected: only ordinary tokens may be.",
-                    "特殊词元（<pad>、<bos> 等）被选中了：只有普通词元才能被选中。")
+                    "特殊词元（<pad>、<bos> 等）被选中了：只有普通词元才能被选中。"), "", ""
     if not torch.equal(inputs[~selected], ids[~selected]):
         return fail("A position that is not selected was changed: leave it as it is (its label is −100).",
-                    "没被选中的位置被改动了：应保持原样（它的标签是 −100）。")
+                    "没被选中的位置被改动了：应保持原样（它的标签是 −100）。"), "", ""
     n_ordinary, n_sel = int((~special).sum()), int(selected.sum())
     if n_sel == 0:
         return fail("Nothing was selected: select each ordinary position with probability p.",
-                    "一个位置都没有选中：每个普通位置应以概率 p 被选中。")
-    if _z(n_sel, n_ordinary, 0.15) > 5:
-        return fail(f"{100 * n_sel / n_ordinary:.1f} % of the ordinary tokens were selected; expected p = 15 % "
-                    "(padding and special tokens do not count).",
-                    f"普通词元中有 {100 * n_sel / n_ordinary:.1f}% 被选中；应为 p = 15%（填充和特殊词元不算在内）。")
+                    "一个位置都没有选中：每个普通位置应以概率 p 被选中。"), "", ""
+    if _z(n_sel, n_ordinary, p) > Z_MAX:
+        return fail(f"{100 * n_sel / n_ordinary:.1f} % of the ordinary tokens were selected; expected p = "
+                    f"{100 * p:.0f} % (padding and special tokens do not count).",
+                    f"普通词元中有 {100 * n_sel / n_ordinary:.1f}% 被选中；应为 p = {100 * p:.0f}%"
+                    "（填充和特殊词元不算在内）。"), "", ""
     masked = int((selected & (inputs == _MASK)).sum())
     unchanged = int((selected & (inputs == ids)).sum())
     replaced = n_sel - masked - unchanged
@@ -79,20 +94,62 @@ def check_bert_masking(fn) -> bool:
         return fail("Every selected token became <mask>: BERT keeps 10 % unchanged and replaces 10 % by a random "
                     "token, so the model must also care about tokens that look normal.",
                     "被选中的词元全都变成了 <mask>：BERT 会让 10% 保持不变、10% 换成随机词元，"
-                    "这样模型对看起来正常的词元也得认真对待。")
-    for count, q, en, zh in ((masked, 0.8, "<mask>", "<mask>"), (replaced, 0.1, "a random token", "随机词元"),
-                             (unchanged, 0.1, "unchanged", "保持不变")):
-        if _z(count, n_sel, q) > 5:
-            return fail(f"{100 * count / n_sel:.1f} % of the selected tokens are {en}; expected about {100 * q:.0f} %.",
-                        f"被选中的词元中有 {100 * count / n_sel:.1f}% 是{zh}；应约为 {100 * q:.0f}%。")
+                    "这样模型对看起来正常的词元也得认真对待。"), "", ""
     random_tokens = inputs[selected & (inputs != ids) & (inputs != _MASK)]
     if torch.isin(random_tokens, torch.tensor(_SPECIAL)).any():
         return fail("A random replacement was a special token (e.g. <pad>): draw from the ordinary tokens only.",
-                    "随机替换时抽到了特殊词元（比如 <pad>）：只能从普通词元里抽。")
-    return passed(f"Correct: {100 * n_sel / n_ordinary:.1f} % selected, of which {100 * masked / n_sel:.0f} % "
-                  f"<mask>, {100 * replaced / n_sel:.0f} % random, {100 * unchanged / n_sel:.0f} % unchanged.",
-                  f"正确：选中了 {100 * n_sel / n_ordinary:.1f}%，其中 {100 * masked / n_sel:.0f}% 变成 <mask>，"
-                  f"{100 * replaced / n_sel:.0f}% 换成随机词元，{100 * unchanged / n_sel:.0f}% 保持不变。")
+                    "随机替换时抽到了特殊词元（比如 <pad>）：只能从普通词元里抽。"), "", ""
+    for count, q, en, zh in ((masked, 0.8, "<mask>", "<mask>"), (replaced, 0.1, "a random token", "随机词元"),
+                             (unchanged, 0.1, "unchanged", "保持不变")):
+        if _z(count, n_sel, q) > Z_MAX:
+            return fail(f"At p = {p}: {100 * count / n_sel:.1f} % of the {n_sel} selected tokens are {en}; expected "
+                        f"about {100 * q:.0f} % (more than {Z_MAX} standard errors away).",
+                        f"p = {p} 时：{n_sel} 个被选中的词元中有 {100 * count / n_sel:.1f}% 是{zh}；应约为 "
+                        f"{100 * q:.0f}%（偏离超过 {Z_MAX} 个标准误）。"), "", ""
+    return (True, f"{100 * n_sel / n_ordinary:.1f} % selected, of which {100 * masked / n_sel:.0f} % <mask>, "
+                  f"{100 * replaced / n_sel:.0f} % random, {100 * unchanged / n_sel:.0f} % unchanged",
+            f"选中了 {100 * n_sel / n_ordinary:.1f}%，其中 {100 * masked / n_sel:.0f}% 变成 <mask>，"
+            f"{100 * replaced / n_sel:.0f}% 换成随机词元，{100 * unchanged / n_sel:.0f}% 保持不变")
+
+
+@never_raises
+def check_bert_masking(fn) -> bool:
+    """Exercise 1: ``fn(ids, mask_id, vocab_size, special_ids, p, generator) -> (inputs, labels)`` follows BERT:
+    p of the ordinary tokens selected; of those 80 % ``<mask>``, 10 % random, 10 % unchanged; labels −100
+    elsewhere; special tokens never selected; every random number drawn from ``generator``. Judged at two rates
+    on a drawn batch (power: see :data:`Z_MAX`)."""
+    g = fresh_generator()
+    ids = _bert_batch(g)
+    summaries = []
+    for p in (0.15, 0.4):
+        with watching(fn, [(mlm, "mask_tokens")]) as calls:
+            ok, got = attempt(fn, ids.clone(), _MASK, _V, _SPECIAL, p, torch.Generator().manual_seed(fresh_int(
+                0, 2**31, g)))
+        if not ok:
+            return False
+        if calls:
+            return fail("You called mlm.mask_tokens: that is the library function this exercise asks you to write. "
+                        "Draw the selection and the 80/10/10 split yourself with torch.rand and torch.where.",
+                        "你调用了 mlm.mask_tokens：本题要你自己写的正是这个库函数。"
+                        "请用 torch.rand 和 torch.where 自己抽取被选中的位置，并完成 80/10/10 的划分。")
+        ok, en, zh = _judge_bert(ids, p, got)
+        if not ok:
+            return False
+        summaries.append((p, en, zh))
+    small = _bert_batch(g, 8, 32)
+    if not uses_the_generator(fn, lambda gen: (small.clone(), _MASK, _V, _SPECIAL, 0.3, gen)):
+        return False
+    return passed("Correct: " + "; ".join(f"p = {p}: {en}" for p, en, _ in summaries) + ".",
+                  "正确：" + "；".join(f"p = {p}：{zh}" for p, _, zh in summaries) + "。")
+
+
+def _unigram_accuracy(train: torch.Tensor, labels: torch.Tensor) -> float:
+    """The check's reference: accuracy on the scored labels of the most frequent ordinary training id (ties: the
+    smallest id, as torch.bincount().argmax())."""
+    counts = torch.bincount(train, minlength=_V).float()
+    counts[list(_SPECIAL)] = -1
+    scored = labels[labels != IGNORE_INDEX]
+    return float((scored == counts.argmax()).float().mean())
 
 
 @never_raises
@@ -114,6 +171,14 @@ def check_unigram_baseline(fn) -> bool:
     if problem:
         return report(problem, "Return a number", "请返回一个数")
     if abs(value - 0.5) < 1e-6:
+        g = fresh_generator()                                  # one drawn case too: no table of the case passes
+        n, favourite = fresh_int(20, 200, g), fresh_int(5, _V, g)    # a planted favourite: no tie for the top
+        train2 = torch.cat([torch.randint(0, _V, (n,), generator=g), torch.full((n // 5 + 3,), favourite)])
+        labels2 = torch.randint(5, _V, (fresh_int(1, 4, g), 8), generator=g)
+        labels2[torch.rand(labels2.shape, generator=g) < 0.5] = IGNORE_INDEX
+        labels2[0, 0] = favourite
+        if not also_right_for(fn, (train2, labels2, _SPECIAL), _unigram_accuracy(train2, labels2), number_problem):
+            return False
         return passed("Correct: the context-free best guess is the most frequent ordinary token.",
                       "正确：不看上下文时，最好的猜法就是最常见的普通词元。")
     if abs(value - 0.0) < 1e-6:
@@ -188,6 +253,8 @@ def check_whole_word_masking(fn) -> bool:
     if not torch.equal(got_all, in_word):
         return fail("With p = 1 every letter of every word must be selected.",
                     "p = 1 时，每个单词的每个字母都必须被选中。")
+    if not uses_the_generator(fn, lambda gen: (ids.clone(), p, _SPACE, _SPECIAL, gen)):
+        return False
     # per word: how many of its letters are selected, out of how many
     key = (torch.arange(ids.size(0))[:, None] * (ids.size(1) + 1) + word)[in_word]
     size = torch.bincount(key)
@@ -260,7 +327,7 @@ def check_accuracy_at(fn, model=None, windows: torch.Tensor | None = None, tok=N
     if model is None:
         model = _CopyModel(tok.vocab_size)
     if windows is None:
-        windows = torch.randint(5, tok.vocab_size, (32, 24), generator=torch.Generator().manual_seed(0))
+        windows = torch.randint(5, tok.vocab_size, (32, 24), generator=fresh_generator())
     rates, got = (0.15, 0.5), []
     for i, p in enumerate(rates):
         ok, value = attempt(fn, model, windows.clone(), p, torch.Generator().manual_seed(100 + i))

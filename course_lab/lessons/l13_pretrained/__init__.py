@@ -25,7 +25,7 @@ from course_utils.wordpiece import UNK
 from ... import i18n, viz
 from ...assets import asset
 from .checks import check_cls_pool as check_cls_pool
-from .checks import check_mean_pool as check_mean_pool
+from .checks import check_padded_mean as check_padded_mean
 from .checks import check_symmetric_loss as check_symmetric_loss
 from .checks import check_wordpiece as check_wordpiece
 

@@ -15,7 +15,21 @@ import course_utils.pooling
 from course_utils.pretrained import SentenceEncoder
 from course_utils.wordpiece import WordPieceTokenizer
 
-from ...exercises import attempt, fail, never_raises, number_problem, passed, report, say, tensor_close, watching
+from ...exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    grad_problem,
+    never_raises,
+    number_problem,
+    passed,
+    report,
+    say,
+    tensor_close,
+    tensor_problem,
+    watching,
+)
 
 # Library functions that already pool: calling them is the shortcut of exercises 1 and 2.
 _POOLING = [(course_utils.pooling, "masked_mean"), (SentenceEncoder, "pool"), (SentenceEncoder, "encode")]
@@ -23,8 +37,8 @@ _POOLING = [(course_utils.pooling, "masked_mean"), (SentenceEncoder, "pool"), (S
 
 def _hidden_and_keep(seed: int = 0):
     """A batch of three rows: no padding, right padding, left padding (some tokenizers pad on the left)."""
-    g = torch.Generator().manual_seed(seed)
-    hidden = torch.randn(3, 6, 5, generator=g)
+    g = fresh_generator()                                      # fresh values each run (seed: the case's role)
+    hidden = torch.randn(3, 6, 5, generator=g) + seed
     keep = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [0, 0, 0, 0, 1, 1]], dtype=torch.bool)
     hidden[~keep] = 50.0                                       # padding vectors that would dominate any average
     return hidden, keep
@@ -36,31 +50,43 @@ def _pooling_shortcut(calls, what_en: str, what_zh: str) -> bool:
                 f"你调用了 course_utils 里的 {calls[0]}：这是让库替你做池化。{what_zh}")
 
 
-@never_raises
-def check_mean_pool(fn) -> bool:
-    """Exercise 1: ``fn(hidden (B, T, C), keep (B, T) bool) -> (B, C)``, the mean over the real tokens.
+def _naive_from_masked(mean: torch.Tensor, pad: torch.Tensor, n_real: int, width: int) -> torch.Tensor:
+    """The check's reference: ``hidden.mean(1)`` of one sentence (masked mean ``mean``, ``n_real`` real tokens)
+    padded to ``width`` positions whose vectors are all ``pad``."""
+    return (n_real * mean + (width - n_real) * pad) / width
 
-    Forbidden: ``masked_mean`` (or the encoder's own pooling), the function the exercise asks to write.
-    """
-    hidden, keep = _hidden_and_keep()
-    with watching(fn, _POOLING) as calls:
-        ok, got = attempt(fn, hidden.clone(), keep.clone())
-    if not ok:
-        return False
-    if calls:
-        return _pooling_shortcut(calls, "Write it with the mask: multiply, sum over T, divide by the number of "
-                                 "real tokens.", "请用掩码自己写：相乘、沿 T 求和、再除以真实词元的个数。")
-    want = course_utils.pooling.masked_mean(hidden, keep)
-    if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-            torch.allclose(got.detach().float(), hidden.mean(1), atol=1e-5):
-        return fail("You averaged over all T positions, padding included (the padding vectors here are 50.0). "
-                    "Multiply by the mask and divide by the number of real tokens (keep.sum(1)), not by T.",
-                    "你对全部 T 个位置取了平均，把填充也算进去了（这里填充向量全是 50.0）。先乘以掩码，"
-                    "再除以真实词元的个数（keep.sum(1)），而不是 T。")
-    if not tensor_close(got, want, "mean pooling", "平均池化"):
-        return False
-    return passed("Correct: padding does not change a sentence's vector, on either side.",
-                  "正确：不论填充在哪一边，都不会改变句子的向量。")
+
+@never_raises
+def check_padded_mean(fn) -> bool:
+    """Exercise 1: ``fn(mean (C,), pad (C,), n_real, width) -> (C,)``: what ``hidden.mean(1)`` (padding counted)
+    returns for a sentence whose masked mean is ``mean``, padded with vectors ``pad`` to ``width`` positions.
+    Several drawn sentences; computing it by building a padded tensor is allowed, the formula is the point."""
+    g = fresh_generator()
+    cases = [(torch.randn(fresh_int(2, 9, g), generator=g), fresh_int(1, 8, g)) for _ in range(4)]
+    cases = [(m, torch.randn(m.shape, generator=g), n, n + fresh_int(0, 25, g)) for m, n in cases]
+    cases.append((cases[0][0], cases[0][1], cases[0][2], cases[0][2]))      # no padding: the two means agree
+    for mean, pad, n_real, width in cases:
+        ok, got = attempt(fn, mean.clone(), pad.clone(), n_real, width)
+        if not ok:
+            return False
+        want = _naive_from_masked(mean, pad, n_real, width)
+        if tensor_problem(got, want) is None:
+            continue
+        if tensor_problem(got, (width * mean + n_real * pad) / (width + n_real)) is None or \
+                tensor_problem(got, ((width - n_real) * mean + n_real * pad) / width) is None:
+            return fail("The weights are swapped: the n_real real tokens carry the sentence's mean, the "
+                        "width − n_real padded positions carry pad, and hidden.mean(1) divides the sum by width.",
+                        "权重弄反了：n_real 个真实词元贡献的是句子的平均值，width − n_real 个填充位置贡献的是 pad，"
+                        "而 hidden.mean(1) 是用总和除以 width。")
+        return report(tensor_problem(got, want), f"for n_real = {n_real}, width = {width}",
+                      f"n_real = {n_real}、width = {width} 时")
+    mean, pad = cases[0][0], cases[0][1]
+    short, long_ = (_naive_from_masked(mean, pad, 4, w) for w in (8, 32))
+    cos = float(torch.nn.functional.cosine_similarity(short, long_, dim=0))
+    return passed(f"Correct. The same 4-token sentence padded to 8 and to 32 positions gets two naive means with "
+                  f"cosine {cos:.3f} (the masked mean gives 1.000): the padding, not the words, decides the vector.",
+                  f"正确。同一个 4 个词元的句子，分别填充到 8 个和 32 个位置，两个朴素平均值的余弦相似度是 {cos:.3f}"
+                  "（带掩码的平均则是 1.000）：决定这个向量的是填充，而不是句子里的词。")
 
 
 @never_raises
@@ -113,7 +139,7 @@ def check_symmetric_loss(fn) -> bool:
 
     Forbidden: ``F.cross_entropy`` / ``nn.CrossEntropyLoss``, which the exercise asks to write out.
     """
-    g = torch.Generator().manual_seed(13)
+    g = fresh_generator()
     a = F.normalize(torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
     b = F.normalize(a + 0.8 * torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
     b[0] = b[1]                                        # a duplicate: the two directions now differ clearly
@@ -121,7 +147,8 @@ def check_symmetric_loss(fn) -> bool:
                (torch.nn.functional, "nll_loss")]
     for scale in (20.0, 5.0):
         with watching(fn, targets) as calls:
-            ok, got = attempt(fn, a.clone(), b.clone(), scale)
+            a_in = a.clone().requires_grad_(True)           # the loss must train the encoder: a gradient to a
+            ok, got = attempt(fn, a_in, b.clone(), scale)
         if not ok:
             return False
         if calls:
@@ -142,8 +169,31 @@ def check_symmetric_loss(fn) -> bool:
                             "（即 logits 的各列），再把两个方向取平均。")
         if not report(number_problem(got, float(want)), f"loss (scale={scale})", f"损失（scale={scale}）"):
             return False
+        if not report(grad_problem(got), "gradient", "梯度"):
+            return False
+        a_ref = a.clone().requires_grad_(True)
+        (want_grad,) = torch.autograd.grad(_symmetric_loss(a_ref, b, scale), a_ref)
+        (grad,) = torch.autograd.grad(got, a_in, allow_unused=True)
+        if grad is None or not torch.allclose(grad.double(), want_grad, atol=1e-6):
+            return fail("The loss has the right value but not the right gradient with respect to a: compute it "
+                        "from a and b with torch operations only.",
+                        "损失的数值对了，但关于 a 的梯度不对：请只用 torch 运算从 a 和 b 算出它。")
     return passed("Correct: this is CLIP's symmetric contrastive loss, with in-batch negatives both ways.",
                   "正确：这就是 CLIP 的对称对比损失，两个方向都用了批内负例。")
+
+
+def _greedy_pieces(word: str, vocab) -> list[str]:
+    """The check's own greedy longest-match-first split of one word (``["[UNK]"]`` when a rest matches nothing)."""
+    out, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start and (word[start:end] if start == 0 else "##" + word[start:end]) not in vocab:
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        out.append(word[start:end] if start == 0 else "##" + word[start:end])
+        start = end
+    return out
 
 
 _TOY_VOCAB = {"[UNK]", "un", "una", "##ff", "##ffa", "##able", "##ble", "##a", "play", "##ing", "##s", "p",
@@ -161,7 +211,10 @@ def check_wordpiece(fn) -> bool:
     Forbidden: the course's tokenizer (``WordPieceTokenizer.wordpiece`` / ``tokenize``), which implements it.
     """
     targets = [(WordPieceTokenizer, "wordpiece"), (WordPieceTokenizer, "tokenize")]
-    for word, want in _TOY_WORDS.items():
+    g = fresh_generator()                                      # one word drawn afresh: no table of the words passes
+    pieces = sorted(p.removeprefix("##") for p in _TOY_VOCAB if p != "[UNK]")
+    drawn = "".join(pieces[fresh_int(0, len(pieces), g)] for _ in range(fresh_int(1, 4, g)))
+    for word, want in [*_TOY_WORDS.items(), (drawn, _greedy_pieces(drawn, _TOY_VOCAB))]:
         with watching(fn, targets) as calls:
             ok, got = attempt(fn, word, set(_TOY_VOCAB))
         if not ok:
