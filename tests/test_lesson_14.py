@@ -177,3 +177,24 @@ def test_exercises_have_a_heading_a_check_and_a_solution_each():
     for n, check in enumerate(("check_cross_attention_flops", "check_gqa_cache_bytes", "check_merge_softmax_stats"), 1):
         section = text.split(f"## Exercise {n} ·")[1].split("## Exercise")[0].split("## Summary")[0]
         assert f"l14.{check}(" in section and section.count("<details>") == 2      # EN and ZH solution
+
+
+def test_committed_gpt_benchmark_has_repeats_and_a_spread():
+    """The CPU table lesson 14 reads: every row repeated (>= 3 runs, kept), median inside [min, max], the matmul
+    alone measured in the same run, and the command and seed that made it recorded."""
+    import statistics
+
+    result = json.loads((Path(l14.RESULTS_DIR) / "cpu" / "gpt.json").read_text())
+    assert result["command"].startswith("python benchmarks/bench_gpt.py") and isinstance(result["seed"], int)
+    assert result["note"]                                                # the machine's conditions, in words
+    assert {row["amp"] for row in result["rows"]} >= {"off", "bf16"}
+    for row in result["rows"]:
+        runs = row["tokens_per_s_runs"]
+        assert row["repeats"] == len(runs) >= 3
+        assert (row["tokens_per_s_min"], row["tokens_per_s_max"]) == (min(runs), max(runs))
+        assert row["tokens_per_s"] == round(statistics.median(runs))
+        assert row["tokens_per_s_max"] > row["tokens_per_s_min"]        # a real spread, not one run copied
+    for spread in [*result["matmul"]["ms"].values(), result["matmul"]["bf16_speedup"],
+                   result["matmul"]["autocast_speedup"]]:
+        assert len(spread["runs"]) >= 3 and spread["min"] <= spread["median"] <= spread["max"]
+        assert spread["median"] == statistics.median(spread["runs"])
