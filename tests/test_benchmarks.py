@@ -41,12 +41,18 @@ def test_gpt_benchmark_rows_for_every_precision(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("To be, or not to be, that is the question.\n" * 200)
     out = tmp_path / "gpt.json"
-    _script("bench_gpt").main(["--preset", "tiny", "--steps", "8", "--text-file", str(text), "--json", str(out)])
+    _script("bench_gpt").main(["--preset", "tiny", "--steps", "8", "--repeats", "2", "--seed", "3", "--text-file",
+                               str(text), "--json", str(out)])
     result = json.loads(out.read_text())
     assert [row["amp"] for row in result["rows"]] == ["off", "bf16"]              # + fp16 on CUDA
+    assert result["seed"] == 3 and result["command"].startswith("python benchmarks/bench_gpt.py --preset tiny")
     for row in result["rows"]:
+        assert row["repeats"] == len(row["tokens_per_s_runs"]) == 2
+        assert row["tokens_per_s_min"] <= row["tokens_per_s"] <= row["tokens_per_s_max"]
         assert row["tokens_per_s"] > 0 and row["tokens_per_s_incl_warmup"] > 0
         assert math.isfinite(row["train_loss"])
+    for spread in [*result["matmul"]["ms"].values(), result["matmul"]["bf16_speedup"]]:
+        assert len(spread["runs"]) >= 3 and spread["min"] <= spread["median"] <= spread["max"]
 
 
 def test_sst2_from_scratch_benchmark(tmp_path):

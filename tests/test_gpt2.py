@@ -67,3 +67,19 @@ def test_a_wrong_checkpoint_is_refused_with_the_fix():
         load_gpt2_weights(bigger, ref.state_dict())
     with pytest.raises(ValueError, match="tanh GELU"):
         gpt2_from_config({**config.to_dict(), "activation_function": "relu"})
+
+
+def test_generation_path_of_lesson_13_matches_transformers_greedy():
+    """The else branch of lesson 13's GPT-2 cell, on random small weights: load, then greedy ``generate`` with the
+    KV cache; the tokens equal ``GPT2LMHeadModel.generate``'s greedy ones."""
+    from course_utils.decoding import generate
+
+    config, ref = _reference(2)
+    ours = gpt2_from_config(config.to_dict()).eval()
+    load_gpt2_weights(ours, ref.state_dict())
+    prompt = torch.randint(0, SMALL["vocab_size"], (1, 5))
+    with torch.no_grad():
+        mine = generate(ours, prompt, 8, temperature=0.0)
+        theirs = ref.generate(prompt, max_new_tokens=8, do_sample=False, attention_mask=torch.ones_like(prompt),
+                              pad_token_id=0)
+    assert torch.equal(mine, theirs)

@@ -120,16 +120,13 @@ def test_checks_leave_global_rng_alone():
         torch.testing.assert_close(torch.rand(3), expected)
 
 
-# --- the sentence's features ----------------------------------------------------------------------------
+# --- the widget's inputs (the notebook builds the sentence and the hand-made heads) -----------------------
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_sentence_features_layout(lang):
-    tokens, x = l04.sentence_features(lang)
-    assert x.shape == (1, len(tokens), 16) and len(tokens) == 6
-    torch.testing.assert_close(x[0, :, :4].sum(-1), torch.ones(6))               # one-hot word type
-    angles = torch.atan2(x[0, :, 5], x[0, :, 4])
-    steps = torch.remainder(angles.diff(), 2 * math.pi)
-    torch.testing.assert_close(steps, torch.full((5,), l04.THETA))                # one step θ per position
+def _widget_inputs(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, 6, 16, generator=g)
+    qkv = 3.0 * torch.randn(48, 16, generator=g) / 4
+    return x, list("abcdef"), qkv
 
 
 def test_head_entropies_and_divisors():
@@ -137,7 +134,9 @@ def test_head_entropies_and_divisors():
     torch.testing.assert_close(l04.head_entropies(uniform), torch.full((3,), math.log(4)))
     assert l04.divisors(16) == [1, 2, 4, 8, 16]
     with pytest.raises(ValueError, match="divide"):
-        l04.heads_widget_model(3)
+        l04.heads_widget_model(_widget_inputs()[2], 3)
+    with pytest.raises(ValueError, match="packed"):
+        l04.heads_widget_model(torch.zeros(16, 16), 4)
 
 
 def test_plot_heads_layout():
@@ -150,7 +149,7 @@ def test_plot_heads_layout():
 # --- the widget -----------------------------------------------------------------------------------------
 
 def test_heads_widget_slider():
-    w = l04.build_heads_widget()
+    w = l04.build_heads_widget(*_widget_inputs())
     assert w.state["n_heads"] == 4 and w.state["d_k"] == 4
     assert w.state["weights"].shape == (4, 6, 6)
     params = w.state["n_params"]
@@ -172,15 +171,21 @@ def test_heads_widget_slider():
 
 
 def test_heads_widget_same_projections_for_every_h():
-    a, b = l04.heads_widget_model(2), l04.heads_widget_model(8)
+    x, tokens, qkv = _widget_inputs()
+    a, b = l04.heads_widget_model(qkv, 2), l04.heads_widget_model(qkv, 8)
     torch.testing.assert_close(a.qkv_proj.weight, b.qkv_proj.weight)
+    torch.testing.assert_close(a.qkv_proj.weight, qkv)
     with pytest.raises(ValueError, match="slider"):
-        l04.build_heads_widget(n_heads=5)
+        l04.build_heads_widget(x, tokens, qkv, n_heads=5)
+    w = l04.build_heads_widget(x, tokens, qkv)
+    qkv.zero_()                                                 # a later cell editing the weights
+    w.controls["n_heads"].value = 2
+    assert not np.allclose(w.state["weights"], 1 / 6)           # the widget kept its own copy
 
 
 def test_zh_widget_figure_has_every_glyph():
     i18n.set_language("zh")
-    w = l04.build_heads_widget(n_heads=2)
+    w = l04.build_heads_widget(*_widget_inputs(), n_heads=2)
     assert "注意力头" in w.figure.texts[0].get_text()
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*Glyph.*")

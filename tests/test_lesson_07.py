@@ -21,11 +21,19 @@ pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages i
 
 # --- parameter counts ---------------------------------------------------------------------------------------
 
+def _measured_breakdown(model):
+    """What lesson 07's cell types: count a real model per component with l07.component_of."""
+    counts = dict.fromkeys(l07.COMPONENTS, 0)
+    for name, p in model.named_parameters():
+        counts[l07.component_of(name)] += p.numel()
+    return counts
+
+
 @pytest.mark.parametrize("tie, final_norm", [(False, False), (True, False), (False, True), (True, True)])
 def test_breakdown_formula_matches_a_real_model(tie, final_norm):
     model = cu.Transformer(20, 24, d_model=32, n_heads=4,
                            n_encoder_layers=2, n_decoder_layers=2, d_ff=64, tie_weights=tie, final_norm=final_norm)
-    measured = l07.measured_breakdown(model)
+    measured = _measured_breakdown(model)
     assert measured == l07.parameter_breakdown(32, 4, 2, 64, 20, 24, tie_output=tie, final_norm=final_norm)
     assert sum(measured.values()) == sum(p.numel() for p in model.parameters())
 
@@ -34,7 +42,7 @@ def test_base_model_counts():
     base = l07.build_base_model()
     assert all(p.is_meta for p in base.parameters())
     assert sum(p.numel() for p in base.parameters()) == 63_119_496
-    assert l07.measured_breakdown(base) == l07.parameter_breakdown(share_embeddings=True, tie_output=True)
+    assert _measured_breakdown(base) == l07.parameter_breakdown(share_embeddings=True, tie_output=True)
     untied = l07.build_base_model(share_embeddings=False, tie_output=False)
     assert sum(p.numel() for p in untied.parameters()) == 63_119_496 + 2 * 37000 * 512
     assert l07._decoder_layer_params(512, 2048) == 8 * 512 ** 2 + 2 * 512 * 2048 + 2048 + 15 * 512
@@ -60,18 +68,27 @@ def test_format_count():
 # --- shapes -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("d_model, heads, src_len, tgt_len", [(32, 4, 7, 5), (24, 3, 4, 9)])
-def test_shape_walkthrough_matches_formula(d_model, heads, src_len, tgt_len):
+def test_shape_table_matches_a_real_forward(d_model, heads, src_len, tgt_len):
+    """The hook measurement lesson 07 types in its cell, on two shapes: the formula table is what a model gives."""
     model = cu.Transformer(20, 11, d_model=d_model, n_heads=heads,
                            n_encoder_layers=2, n_decoder_layers=1, d_ff=48, dropout=0.0).eval()
     src = torch.randint(1, 20, (2, src_len))
     src[0, -2:] = 0
     tgt = torch.randint(1, 11, (2, tgt_len))
-    shapes = l07.shape_walkthrough(model, src, tgt)
+    shapes = {"src_ids": tuple(src.shape), "tgt_ids": tuple(tgt.shape),
+              "src_mask": tuple(cu.padding_mask(src, model.pad_id).shape)}
+    stages = {"src_vectors": model.src_pos, "memory": model.encoder, "tgt_vectors": model.tgt_pos,
+              "dec_out": model.decoder, "logits": model.generator}
+    hooks = [m.register_forward_hook(lambda _m, _i, out, name=name: shapes.__setitem__(name, tuple(out.shape)))
+             for name, m in stages.items()]
+    with torch.no_grad(), cu.record_attention(model.decoder.layers[-1]):
+        model(src, tgt)
+    for h in hooks:
+        h.remove()
+    shapes["self_weights"] = tuple(model.decoder.layers[-1].self_attn.last_weights.shape)
+    shapes["cross_weights"] = tuple(model.decoder.layers[-1].cross_attn.last_weights.shape)
     assert shapes == l07.shape_table(2, src_len, tgt_len, d_model, heads, 11)
-    assert list(shapes) == list(l07.STAGES)
-    # hooks are removed and recording is switched back off
-    assert not model.src_pos._forward_hooks and not model.generator._forward_hooks
-    assert not model.decoder.layers[-1].cross_attn.record_weights
+    assert set(shapes) == set(l07.STAGES)
 
 
 def test_shape_markdown_both_languages():

@@ -67,8 +67,14 @@ def _similarity():
     return (SentenceEncoder(config, tok).eval(), tok), {}
 
 
+def _heads():
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(1, 6, 16, generator=g), list("abcdef"), torch.randn(48, 16, generator=g)), {}
+
+
 # "module.builder" -> () -> (args, kwargs): tiny untrained models, enough for the widgets' logic.
 ARGUMENTS = {
+    "l04_multihead.build_heads_widget": _heads,
     "l10_seq2seq.build_translation_widget": _translation,
     "l11_gpt.build_sampling_widget": _sampling,
     "l12_masked_lm.build_fill_mask_widget": _fill_mask,

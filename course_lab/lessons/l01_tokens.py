@@ -85,30 +85,38 @@ _LABELS = {
 }
 
 
-def render_norms(d_model: int, scheme: str, lang: str | None = None):
-    """Histogram of the three norm distributions (log x) and a bar chart of their means."""
+def plot_norms(token_norms, scaled_norms, pe_norms, d_model: int, std: float, lang: str | None = None):
+    """Histogram of the three norm distributions (log x) and a bar chart of their means; the title gives the
+    ratio mean ‖√d·E_t‖ / mean ‖PE‖. The norms are computed by the caller (the notebook, or the widget)."""
     code = viz.use_language(lang)
-    data = norm_comparison(d_model, init_std(scheme, d_model))
+    norms = {key: viz.to_numpy(v, f"{key}_norms").ravel()
+             for key, v in (("token", token_norms), ("scaled", scaled_norms), ("pe", pe_norms))}
     fig = viz.new_figure((10, 3.6))
     ax_hist, ax_bar = fig.subplots(1, 2, width_ratios=(2, 1))
-    all_norms = np.concatenate([data["token_norms"], data["scaled_norms"], data["pe_norms"]])
+    all_norms = np.concatenate(list(norms.values()))
     bins = np.geomspace(all_norms.min() * 0.8, all_norms.max() * 1.25, 60)
     colors = {"token": "tab:gray", "scaled": "tab:blue", "pe": "tab:orange"}
     for key in ("token", "scaled", "pe"):
-        ax_hist.hist(data[f"{key}_norms"], bins=bins, alpha=0.7, color=colors[key],
-                     label=i18n.pick(_LABELS[key], code))
+        ax_hist.hist(norms[key], bins=bins, alpha=0.7, color=colors[key], label=i18n.pick(_LABELS[key], code))
     ax_hist.set_xscale("log")
     ax_hist.set_xlabel(i18n.pick(_LABELS["norm"], code))
     ax_hist.set_ylabel(i18n.tr("count", code))
     ax_hist.legend(fontsize=8)
-    means = [data["token_mean"], data["scaled_mean"], data["pe_mean"]]
+    means = [float(norms[k].mean()) for k in ("token", "scaled", "pe")]
     bars = ax_bar.bar([0, 1, 2], means, color=list(colors.values()))
     ax_bar.bar_label(bars, fmt="%.3g", fontsize=9)
     ax_bar.set_xticks([0, 1, 2], labels=["‖E_t‖", "‖√d·E_t‖", "‖PE‖"])
     ax_bar.set_yscale("log")
     ax_bar.set_ylabel(i18n.pick(_LABELS["mean_norm"], code))
-    ax_bar.set_title(i18n.pick(_LABELS["ratio"], code).format(r=data["ratio"]), fontsize=10)
-    fig.suptitle(f"d_model = {d_model}, std = {data['std']:.3g}")
+    ax_bar.set_title(i18n.pick(_LABELS["ratio"], code).format(r=means[1] / means[2]), fontsize=10)
+    fig.suptitle(f"d_model = {d_model}, std = {std:.3g}")
+    return fig
+
+
+def render_norms(d_model: int, scheme: str, lang: str | None = None):
+    """The widget's render: :func:`norm_comparison` for one width and scheme, drawn by :func:`plot_norms`."""
+    data = norm_comparison(d_model, init_std(scheme, d_model))
+    fig = plot_norms(data["token_norms"], data["scaled_norms"], data["pe_norms"], d_model, data["std"], lang)
     state = {k: v for k, v in data.items() if not k.endswith("_norms")}
     return fig, state
 

@@ -1,9 +1,9 @@
-"""Lesson 02 (positional encoding): precision measurement, relative shifts, explorer widget, exercise checks.
+"""Lesson 02 (positional encoding): the ω formulas in any dtype, relative shifts, explorer widget, exercise checks.
 
     PE(pos, 2i) = sin(pos·ω_i),  PE(pos, 2i+1) = cos(pos·ω_i),  ω_i = 1 / 10000^(2i/d_model)
 
-* :func:`inv_freq_pow` / :func:`inv_freq_exp` — ω as a power or as exp(−2i·ln(10000)/d), in any dtype;
-  :func:`precision_comparison` measures both against float64 (the lesson reports what it measures).
+* :func:`inv_freq_pow` / :func:`inv_freq_exp` — ω as a power or as exp(−2i·ln(10000)/d), in any dtype, and
+  :func:`table_from`; the notebook measures them against float64 in a cell of its own.
 * :func:`shift_matrix` — M_k, block-diagonal 2×2 rotations by k·ω_i: PE(pos + k) = M_k PE(pos) for every pos.
 * :func:`build_pe_explorer` — d_model, position and dimension sliders over the heatmap, one column, one row.
 * checks of the exercises: wavelengths, shifting back by M_kᵀ, rotating pairs without M_k (RoPE's kernel).
@@ -16,7 +16,6 @@ import sys
 from collections.abc import Callable
 from functools import partial
 
-import numpy as np
 import torch
 
 from course_utils.positional import sinusoidal_encoding
@@ -57,30 +56,6 @@ def table_from(inv_freq: torch.Tensor, max_len: int) -> torch.Tensor:
     return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(1)  # interleave: sin, cos, ...
 
 
-def precision_comparison(d_model: int = 512, max_len: int = 2048, base: float = BASE,
-                         dtypes=(torch.float16, torch.bfloat16, torch.float32)) -> list[dict]:
-    """For each dtype and form: the worst relative error of ω, how many ω are 0 or not finite, and the worst
-    absolute error of a PE table built entirely in that dtype, all against float64. One extra row per dtype,
-    ``form="float64→cast"``, is the float64 table rounded to the dtype at the end (what course_utils does)."""
-    if d_model % 2:
-        raise ValueError(f"d_model={d_model} must be even here (one sin and one cos per frequency)")
-    ref_freq = inv_freq_pow(d_model, torch.float64, base)
-    ref_table = sinusoidal_encoding(max_len, d_model, base, dtype=torch.float64)
-    rows = []
-    for dtype in dtypes:
-        for form, fn in (("pow", inv_freq_pow), ("exp", inv_freq_exp)):
-            freq = fn(d_model, dtype, base)
-            bad = int((~torch.isfinite(freq) | (freq == 0)).sum())
-            table_err = (table_from(freq, max_len).double() - ref_table).abs().max()
-            rows.append({"dtype": str(dtype).replace("torch.", ""), "form": form, "bad_freqs": bad,
-                         "freq_rel_err": float(((freq.double() - ref_freq).abs() / ref_freq).max()),
-                         "table_abs_err": float(table_err)})
-        cast = ref_table.to(dtype).double()
-        rows.append({"dtype": str(dtype).replace("torch.", ""), "form": "float64→cast", "bad_freqs": 0,
-                     "freq_rel_err": float("nan"), "table_abs_err": float((cast - ref_table).abs().max())})
-    return rows
-
-
 def shift_matrix(k: int, d_model: int, base: float = BASE, dtype=torch.float64) -> torch.Tensor:
     """M_k (d × d): for the (sin, cos) pair of frequency ω the rotation [[cos kω, sin kω], [−sin kω, cos kω]].
 
@@ -93,13 +68,6 @@ def shift_matrix(k: int, d_model: int, base: float = BASE, dtype=torch.float64) 
     c, s = torch.cos(angle), torch.sin(angle)
     blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)    # (d/2, 2, 2)
     return torch.block_diag(*blocks).to(dtype)
-
-
-def dot_by_distance(d_model: int, max_len: int = 256) -> np.ndarray:
-    """PE(p)·PE(p+k) for k = 0..max_len−1, averaged over p (it does not depend on p: see the lesson)."""
-    pe = sinusoidal_encoding(max_len, d_model, dtype=torch.float64)
-    gram = pe @ pe.T                                                                  # (L, L)
-    return np.array([torch.diagonal(gram, k).mean().item() for k in range(max_len)])
 
 
 # --- the explorer widget ------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
-"""Lesson 04 · multi-head attention: the sentence's features, the heads widget and the exercise checks.
+"""Lesson 04 · multi-head attention: the heads widget, its plots and the exercise checks.
 
-The notebook writes the split / attend / merge steps itself, the hand-made W_i^Q, W_i^K of its four heads, and
-measures two common mistakes; this module holds the input features of the lesson's sentence, the number-of-heads
-widget and the functions that check the exercises (they never raise, so the notebook always runs to the end).
+The notebook writes the sentence's input features, the split / attend / merge steps, the hand-made W_i^Q, W_i^K of
+its four heads, and measures two common mistakes; this module holds the number-of-heads widget (it cuts the
+notebook's hand-built projections into h heads) and the functions that check the exercises (they never raise, so the
+notebook always runs to the end).
 """
 
 from __future__ import annotations
@@ -18,32 +19,13 @@ from course_utils.multihead import MultiHeadAttention
 
 from .. import i18n, viz
 from ..exercises import attempt, fail, fresh_generator, fresh_int, never_raises, passed, say, tensor_close, watching
-from .l03_attention import ROLES, SENTENCES, row_entropy
+from .l03_attention import row_entropy
 
 # ----------------------------------------------------------------------------------------------------
-# The sentence's input features (the notebook writes the four heads' W_i^Q, W_i^K by hand)
+# The sentence's sizes (the notebook writes its input features and the four heads' W_i^Q, W_i^K by hand)
 # ----------------------------------------------------------------------------------------------------
 
 D_MODEL, N_HEADS = 16, 4
-THETA = 2 * math.pi / 8            # angle between two neighbouring positions of the 2-D position code
-
-
-def sentence_features(lang: str | None = None):
-    """Tokens and their inputs ``x`` (1, T, 16) for the lesson's six-word sentence.
-
-    Columns 0–3: one-hot word type (determiner, noun, verb, preposition);
-    columns 4–5: the position p as an angle, (cos pθ, sin pθ) with θ = :data:`THETA`;
-    columns 6–15: a small word-specific part.
-    """
-    words = i18n.pick(SENTENCES, lang)
-    g = torch.Generator().manual_seed(4)
-    identity = {w: 0.3 * torch.randn(10, generator=g) for w, _ in sorted(set(words))}
-    x = torch.zeros(1, len(words), D_MODEL)
-    for p, (word, role) in enumerate(words):
-        x[0, p, ROLES.index(role)] = 1.0
-        x[0, p, 4:6] = torch.tensor([math.cos(p * THETA), math.sin(p * THETA)])
-        x[0, p, 6:] = identity[word]
-    return [w for w, _ in words], x
 
 
 def head_entropies(weights: torch.Tensor) -> torch.Tensor:
@@ -89,8 +71,9 @@ def plot_heads(weights, tokens, title: str | None = None, lang=None, max_cols: i
     return fig
 
 
-def heads_widget_model(n_heads: int, seed: int = 0, gain: float = 3.0) -> MultiHeadAttention:
-    """``MultiHeadAttention(16, n_heads)`` with the *same* full-width W^Q, W^K, W^V, W^O for every h.
+def heads_widget_model(qkv_weight: torch.Tensor, n_heads: int) -> MultiHeadAttention:
+    """``MultiHeadAttention(16, n_heads)`` holding the *same* packed ``qkv_weight`` (3·16, 16) for every h,
+    no biases, W^O = identity.
 
     Only the cut into heads changes with ``n_heads``, which is the point of the widget: same parameters, same
     cost, a different number of attention patterns.
@@ -98,18 +81,21 @@ def heads_widget_model(n_heads: int, seed: int = 0, gain: float = 3.0) -> MultiH
     if n_heads not in divisors(D_MODEL):
         raise ValueError(f"n_heads={n_heads} does not divide d_model={D_MODEL}: choose one of "
                          f"{divisors(D_MODEL)}")
-    g = torch.Generator().manual_seed(seed)
+    if tuple(qkv_weight.shape) != (3 * D_MODEL, D_MODEL):
+        raise ValueError(f"qkv_weight must be the packed (3·{D_MODEL}, {D_MODEL}) = {(3 * D_MODEL, D_MODEL)} "
+                         f"matrix of qkv_proj.weight, got {tuple(qkv_weight.shape)}")
     mha = MultiHeadAttention(D_MODEL, n_heads)
     with torch.no_grad():
-        mha.qkv_proj.weight.copy_(gain * torch.randn(3 * D_MODEL, D_MODEL, generator=g) / math.sqrt(D_MODEL))
-        mha.out_proj.weight.copy_(torch.randn(D_MODEL, D_MODEL, generator=g) / math.sqrt(D_MODEL))
+        mha.qkv_proj.weight.copy_(qkv_weight)
+        mha.qkv_proj.bias.zero_()
+        mha.out_proj.weight.copy_(torch.eye(D_MODEL))
+        mha.out_proj.bias.zero_()
     return mha
 
 
-def _render_heads(n_heads: int, lang=None):
+def _render_heads(n_heads: int, x: torch.Tensor, tokens, qkv_weight: torch.Tensor, lang=None):
     code = viz.use_language(lang)
-    tokens, x = sentence_features(code)
-    mha = heads_widget_model(n_heads)
+    mha = heads_widget_model(qkv_weight, n_heads)
     with torch.no_grad():
         mha(x, need_weights=True)
     weights = mha.last_weights[0]                                   # (h, T, T)
@@ -119,12 +105,16 @@ def _render_heads(n_heads: int, lang=None):
         h=n_heads, d=mha.d_k, p=n_params)
     fig = plot_heads(weights, tokens, title=title, lang=code)
     state = {"n_heads": n_heads, "d_k": mha.d_k, "n_params": n_params, "weights": weights.numpy(),
-             "entropy": head_entropies(weights[None]).numpy(), "tokens": tokens}
+             "entropy": head_entropies(weights[None]).numpy(), "tokens": list(tokens)}
     return fig, state
 
 
-def build_heads_widget(n_heads: int = 4):
-    """Slider over the divisors of d_model = 16: per-head heatmaps, d_k and the (constant) parameter count."""
+def build_heads_widget(x: torch.Tensor, tokens, qkv_weight: torch.Tensor, n_heads: int = 4):
+    """Slider over the divisors of d_model = 16: the notebook's hand-built projections ``qkv_weight`` (the packed
+    ``qkv_proj.weight``) cut into h heads, applied to the sentence ``x`` (1, T, 16) with labels ``tokens``:
+    per-head heatmaps, d_k and the (constant) parameter count."""
+    import functools
+
     import ipywidgets as widgets
 
     from ..widgets import LessonWidget
@@ -132,12 +122,15 @@ def build_heads_widget(n_heads: int = 4):
     choices = divisors(D_MODEL)
     if n_heads not in choices:
         raise ValueError(f"n_heads={n_heads} is not one of the slider's values {choices}")
+    heads_widget_model(qkv_weight, n_heads)                          # a wrong shape fails here, not in a render
+    x, qkv_weight = x.detach().clone(), qkv_weight.detach().clone()  # later cells cannot change the widget
     controls = {"n_heads": widgets.SelectionSlider(
         options=choices, value=n_heads, continuous_update=False, style={"description_width": "initial"},
         description=i18n.pick({"en": "heads h", "zh": "注意力头数 h"}))}
-    return LessonWidget(controls, _render_heads,
-                        title={"en": "Same projections, cut into h heads (d_model = 16)",
-                               "zh": "同一组投影矩阵，切成 h 个注意力头（d_model = 16）"})
+    render = functools.partial(_render_heads, x=x, tokens=list(tokens), qkv_weight=qkv_weight)
+    return LessonWidget(controls, render,
+                        title={"en": "The hand-built projections, cut into h heads (d_model = 16)",
+                               "zh": "手工搭建的投影矩阵，切成 h 个注意力头（d_model = 16）"})
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -97,9 +97,9 @@ def check_left_padded_mask(fn) -> bool:
     empty = (~got.any(-1)).nonzero()
     if len(empty):
         i, q = int(empty[0, 0]), int(empty[0, 2])
-        return fail(f"Sequence {i}, query {q} sees no key at all: a naive softmax gives NaN there (section 7). "
+        return fail(f"Sequence {i}, query {q} sees no key at all: a naive softmax gives NaN there (section 8). "
                     "Let every pad query see itself.",
-                    f"第 {i} 个序列的查询 {q} 一个键都看不到：朴素的 softmax 在这里会得到 NaN（第 7 节）。"
+                    f"第 {i} 个序列的查询 {q} 一个键都看不到：朴素的 softmax 在这里会得到 NaN（第 8 节）。"
                     "让每个填充查询至少看到它自己。")
     if not torch.equal(got, want):
         i, q, j = [int(x) for x in (got != want).nonzero()[0][[0, 2, 3]]]
@@ -172,10 +172,10 @@ def check_masked_softmax(fn) -> bool:
     if bad or not torch.allclose(got16.detach().float(), _reference_masked_softmax(half.detach().float(), keep),
                                  atol=2e-3):
         return fail("Right in float32, wrong in float16: a fill such as −1e9 does not exist in float16 (its "
-                    "largest magnitude is 65504, section 6), so masked_fill raises or the value becomes −inf. "
+                    "largest magnitude is 65504, section 7), so masked_fill raises or the value becomes −inf. "
                     "Fill with −inf and zero the empty rows afterwards.",
                     "float32 下正确，float16 下出错：−1e9 这样的填充值在 float16 里根本不存在（最大只能表示 65504，"
-                    "见第 6 节），masked_fill 会报错，或者它变成 −inf。请用 −inf 填充，再把空行清零。")
+                    "见第 7 节），masked_fill 会报错，或者它变成 −inf。请用 −inf 填充，再把空行清零。")
     return passed("Correct: masked keys get 0, empty rows are all zeros, no NaN (float32 and float16).",
                   "正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN（float32 和 float16 都对）。")
 

@@ -1,12 +1,12 @@
-"""Lesson 07 · encoder and decoder: parameter counts, shape walk-through, size widget, exercise checks.
+"""Lesson 07 · encoder and decoder: parameter formulas, shape tables, size widget, exercise checks.
 
 The notebook writes the decoder layer itself; this module holds what would distract from that:
 
 * :func:`parameter_breakdown` counts the parameters of ``course_utils.Transformer`` per component *by
-  formula*, :func:`measured_breakdown` counts the same components from a real model (the tests check that
-  the two agree, and the notebook asserts it for the paper's base model on the ``meta`` device);
-* :func:`shape_table` (by formula) and :func:`shape_walkthrough` (measured with hooks during a real forward)
-  list the shape of every stage from the source ids to the logits;
+  formula* (for the widget); :func:`component_of` names the component of a parameter, so that the notebook can
+  count a real model itself and compare;
+* :func:`shape_table` (by formula) and :func:`shape_markdown` (a table) for the shapes the notebook measures with
+  hooks during a real forward;
 * :func:`stale_residual_decoder_layer` is a common mistake (a decoder layer that adds a stale residual),
   reimplemented so that the lesson can *measure* how far it is from ``nn.TransformerDecoderLayer``;
 * :func:`build_size_widget` (n_layers / n_heads / d_model → bar chart + shape table) and the ``check_*``
@@ -18,7 +18,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_utils.masks import padding_mask
 from course_utils.multihead import record_attention
 from course_utils.validation import check_divisible
 
@@ -103,7 +102,7 @@ def parameter_breakdown(d_model: int = 512, n_heads: int = 8, n_layers: int = 6,
     }
 
 
-def _component(name: str) -> str:
+def component_of(name: str) -> str:
     """The COMPONENTS entry a parameter name of ``course_utils.Transformer`` belongs to."""
     if name.startswith(("src_embed.", "tgt_embed.")):
         return "embeddings"
@@ -116,18 +115,6 @@ def _component(name: str) -> str:
         if part in name:
             return f"{side}_{comp}"
     return f"{side}_norm"  # res1/2/3.norm and the final norm
-
-
-def measured_breakdown(model: nn.Module) -> dict[str, int]:
-    """Count a real ``course_utils.Transformer`` per component, from ``named_parameters()``.
-
-    ``named_parameters()`` lists a shared tensor once, under the first name that registered it, so tied and
-    shared matrices are counted once (a tied output matrix counts as an embedding).
-    """
-    counts = dict.fromkeys(COMPONENTS, 0)
-    for name, p in model.named_parameters():
-        counts[_component(name)] += p.numel()
-    return counts
 
 
 def build_base_model(share_embeddings: bool = True, tie_output: bool = True, device: str = "meta",
@@ -191,35 +178,6 @@ def shape_table(batch: int, src_len: int, tgt_len: int, d_model: int, n_heads: i
     return {"src_ids": (b, s), "src_vectors": (b, s, c), "src_mask": (b, 1, 1, s), "memory": (b, s, c),
             "tgt_ids": (b, t), "tgt_vectors": (b, t, c), "self_weights": (b, h, t, t),
             "cross_weights": (b, h, t, s), "dec_out": (b, t, c), "logits": (b, t, v)}
-
-
-@torch.no_grad()
-def shape_walkthrough(model: nn.Module, src: torch.Tensor,
-                      tgt_in: torch.Tensor) -> dict[str, tuple[int, ...]]:
-    """Run ``model`` (a course_utils ``Transformer``) once and record the shape of every stage with hooks."""
-    shapes: dict[str, tuple[int, ...]] = {"src_ids": tuple(src.shape), "tgt_ids": tuple(tgt_in.shape),
-                                          "src_mask": tuple(padding_mask(src, model.pad_id).shape)}
-
-    def keep(name):
-        def hook(_module, _inputs, output):
-            shapes[name] = tuple(output.shape)
-        return hook
-
-    hooks = [model.src_pos.register_forward_hook(keep("src_vectors")),
-             model.encoder.register_forward_hook(keep("memory")),
-             model.tgt_pos.register_forward_hook(keep("tgt_vectors")),
-             model.decoder.register_forward_hook(keep("dec_out")),
-             model.generator.register_forward_hook(keep("logits"))]
-    try:
-        with record_attention(model.decoder.layers[-1]):
-            model(src, tgt_in)
-        last = model.decoder.layers[-1]
-        shapes["self_weights"] = tuple(last.self_attn.last_weights.shape)
-        shapes["cross_weights"] = tuple(last.cross_attn.last_weights.shape)
-    finally:
-        for h in hooks:
-            h.remove()
-    return {name: shapes[name] for name in STAGES}
 
 
 def shape_rows(shapes: dict[str, tuple[int, ...]], lang: str | None = None) -> list[tuple[str, str, str]]:
