@@ -74,49 +74,67 @@ _CODE = re.compile(r"\b[A-Z]\w*\([^()]*\)|`[^`]*`|https?://\S+|\S*/\S*/\S*|\S*[.
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 
 
-def _keyword_names(notebook: dict) -> set[str]:
-    """Names the notebook's code uses as identifiers: keyword arguments and parameters (``compile=False``), the
-    functions it defines or imports (``fit``), and string keys it indexes with (``report["device"]``), so that
-    printing them prints code."""
+def _function_names(notebook: dict) -> set[str]:
+    """Functions and classes the notebook's code defines or imports (``fit``): a bare word of output may name one."""
     names = set()
+    for tree in _trees(notebook):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.ImportFrom):
+                names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def _trees(notebook: dict) -> list[ast.Module]:
+    """The code cells of the notebook as Python (IPython magics commented out; a cell that does not parse is left
+    out)."""
+    trees = []
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
             continue
         code = "\n".join("#" + line if line.lstrip().startswith(("%", "!")) else line
                          for line in "".join(cell["source"]).split("\n"))
         try:
-            tree = ast.parse(code)
+            trees.append(ast.parse(code))
         except SyntaxError:
             continue
+    return trees
+
+
+def _keyword_names(notebook: dict) -> set[str]:
+    """Names the notebook's code uses as identifiers: keyword arguments and parameters (``compile=False``) and
+    string keys it indexes with (``report["device"]``), so that ``name=value`` or a ``name  value`` column prints
+    code."""
+    names = set()
+    for tree in _trees(notebook):
         for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg:
                 names.add(node.arg)
             elif isinstance(node, ast.arg):
                 names.add(node.arg)
-            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.ImportFrom):
-                names.update(alias.asname or alias.name for alias in node.names)
             elif (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
                   and isinstance(node.slice.value, str) and node.slice.value.isidentifier()):
                 names.add(node.slice.value)
     return names
 
 
-def english_words(line: str, keywords: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """The English words of one output line that a Chinese reader should not meet (see the module docstring)."""
+def english_words(line: str, keywords: frozenset[str] | set[str] = frozenset(),
+                  names: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """The English words of one output line that a Chinese reader should not meet (see the module docstring).
+    ``keywords`` may appear as ``name=value``, a dict key or a first column; ``names`` anywhere (functions)."""
     found = []
     for match in _QUOTED.finditer(line):  # dict keys are labels: check them; other quoted strings are data
         if line[match.end():].lstrip().startswith(":") and line[:match.start()].rstrip()[-1:] in "{,":
             key = match.group(0)[1:-1]
-            found += [] if key in keywords else english_words(key, keywords)
+            found += [] if key in keywords else english_words(key, keywords, names)
     text = _QUOTED.sub(" ", line)
     text = re.sub(r"^\s*(\w+)\s", lambda m: " " if m.group(1) in keywords else m.group(0), text)  # a key column
     text = re.sub(r"\b(\w+)=(?:'[^']*'|\w+)", lambda m: " " if m.group(1) in keywords or
                   m.group(0).endswith(("=True", "=False", "=None")) else m.group(0).replace("=", " "), text)
     text = _CODE.sub(" ", text).replace("→", " ")
     for word in _WORD.findall(text):
-        if len(word) < 2 or word.isupper() or word.lower() in ALLOWED or word in NAMES:
+        if len(word) < 2 or word.isupper() or word.lower() in ALLOWED or word in NAMES or word in names:
             continue
         if word.lower().endswith("s") and word.lower()[:-1] in ALLOWED:
             continue
@@ -154,7 +172,7 @@ def output_texts(cell: dict) -> list[str]:
 
 def problems_in(notebook: dict, name: str) -> list[str]:
     """Every English word of the notebook's outputs, and every library message with no Chinese line after it."""
-    keywords = _keyword_names(notebook)
+    keywords, functions = _keyword_names(notebook), _function_names(notebook)
     problems = []
     for index, cell in enumerate(notebook["cells"]):
         if cell["cell_type"] != "code" or DATA_TAG in cell.get("metadata", {}).get("tags", []):
@@ -163,7 +181,7 @@ def problems_in(notebook: dict, name: str) -> list[str]:
         for row, line in enumerate(lines):
             message = LIBRARY_MESSAGE.search(line)
             shown = line[:message.start()] if message else line
-            words = english_words(shown, keywords)
+            words = english_words(shown, keywords, functions)
             if words:
                 problems.append(f"{name}, cell {index}: {', '.join(dict.fromkeys(words))} in {line.strip()[:90]!r}")
             explained = CJK.search(shown) or any(CJK.search(after) for after in lines[row + 1:])
