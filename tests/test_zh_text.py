@@ -142,15 +142,16 @@ def _comment_identifiers(notebook: dict) -> set[str]:
 
 
 def english_comments(notebook: dict) -> list[str]:
-    """Comments of a Chinese notebook's code cells with an English word in them (names, shapes and units allowed)."""
+    """Comments of a Chinese notebook's code, in code cells and in the solutions' ```python blocks, with an English
+    word in them (names, shapes and units allowed)."""
     import io
     import tokenize
 
     names, found = _comment_identifiers(notebook), []
-    for i, cell in enumerate(notebook["cells"]):
-        if cell["cell_type"] != "code":
-            continue
-        code = "".join(cell["source"])
+    blocks = [(i, "".join(cell["source"])) for i, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "code"]
+    blocks += [(i, code) for i, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "markdown"  # solutions
+               for code in re.findall(r"```python\n(.*?)```", "".join(cell["source"]), re.S)]
+    for i, code in blocks:
         try:
             tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
         except (tokenize.TokenError, SyntaxError):
@@ -176,3 +177,5 @@ def test_the_comment_check_catches_english():
     assert not english_comments(cell("block = 4\nx = y.view(-1, block)  # (n / block, block)\n"
                                      "m = x > 0  # (B, T) bool\n"))
     assert not english_comments(cell("x = y @ w  # (B, h, T_q, T_k)，每行之和为 1\n"))
+    solution = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "```python\nx = 1  # no biases\n```"}]}
+    assert english_comments(solution)
