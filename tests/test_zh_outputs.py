@@ -4,7 +4,7 @@ The builder's one-language rule (tools/one_language.py) reads the code of a cell
 at run time (a label of three English words, a table header made in course_lab, a dict with English keys). This test
 reads the outputs of the executed Chinese notebooks and flags every English word that is not
 
-- a code identifier (``d_model``, ``nn.MHA``, ``tensor(``, ``eval()``, CamelCase, ``name=value`` where
+- a code identifier (``d_model``, ``nn.MHA``, ``tensor(``, ``eval()``, ``mask[:, None]``, CamelCase, ``name=value`` where
   ``name`` is a keyword argument the notebook's code passes, a dict key the code indexes with: ``report["device"]``),
   a number, a shape or a tensor repr;
 - a unit or an acronym (``ms``, ``GiB``, ``CPU``, ``BLEU``);
@@ -70,7 +70,7 @@ LIBRARY_MESSAGE = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception|Warning)[:：]
 _QUOTED = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'(?![A-Za-z])|"(?:[^"\\\n]|\\.)*\"""")
 # Not words: paths and URLs, dotted and snake_case names, words with digits, CamelCase, tensor/Size reprs.
 _CODE = re.compile(r"\b[A-Z]\w*\([^()]*\)|`[^`]*`|https?://\S+|\S*/\S*/\S*|\S*[._]\w\S*|\w*\d\w*|"
-                   r"\b[A-Za-z]*[a-z][A-Z]\w*|^\s*\(\w+\):|\b\w+\(|--[\w-]+|<[a-z/]+>|\[[A-Z]+\]|##\w+")
+                   r"\b[A-Za-z]*[a-z][A-Z]\w*|^\s*\(\w+\):|\b\w+[(\[]|--[\w-]+|<[a-z/]+>|\[[A-Z]+\]|##\w+")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 
 
