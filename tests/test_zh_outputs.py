@@ -13,9 +13,11 @@ reads the outputs of the executed Chinese notebooks and flags every English word
 - a string shown as a value in a repr (``['the', 'cats']``: tokens are data); dict *keys* are labels and are checked;
 - lesson data in English: the output of a code cell tagged :data:`DATA_TAG` in the source (the English sentences a
   lesson translates or classifies, generated Shakespeare, tokenizer pieces), which is not checked;
-- a library's own message, ``SomeError: ...`` or ``SomeWarning: ...``: libraries speak English (PyTorch does, and
-  so does course_utils, which has no language layer), so the lesson prints it as it is and **follows it with a
-  Chinese explanation**: a line with Chinese after it in the same cell's output, which the test requires.
+- a library's own message, ``SomeError: ...`` or ``SomeWarning: ...`` (a warning on stderr with the lines of its
+  reason): libraries speak English (PyTorch does, and so does course_utils, which has no language layer), so the
+  lesson prints it as it is and **explains it in Chinese**: a line with Chinese after it in the same cell's output
+  (the sample-data warning is followed by course_lab.data_text's Chinese line), or Chinese before it on its own
+  line (``✗ 无法检查你的答案（AttributeError：…）``); the test requires one of the two.
 
 Where the executed notebooks come from. Running every Chinese notebook again here would double the time of
 ``make test``; instead this test reads the copies that the same pytest run wrote: ``make test`` runs
