@@ -239,15 +239,28 @@ def tensor_problem(got, want, atol: float = 1e-5, rtol: float = 1e-4, *, numbers
     return None
 
 
-def number_problem(got, want: float, rel: float = 1e-6) -> Problem | None:
-    """Why the number ``got`` differs from ``want`` (relative tolerance, absolute below 1)."""
+def as_number(got) -> tuple[float | None, Problem | None]:
+    """``(float(got), None)`` for a finite number or a one-element tensor, else ``(None, why)``: a string is not a
+    number (``float("3")`` would take it for one) and NaN is not an answer (``abs(nan - want) > tol`` is False, so
+    a tolerance test alone would let it through)."""
     try:
-        if isinstance(got, (str, bytes)):    # float("3") would take a string for a number
+        if isinstance(got, (str, bytes)):
             raise TypeError
         value = float(got)
     except (TypeError, ValueError, RuntimeError):
-        return f"expected a number, got {type(got).__name__}", f"应该返回一个数，实际返回的是 {type(got).__name__}"
-    if not math.isfinite(value) or abs(value - want) > rel * max(1.0, abs(want)):
+        kind = type(got).__name__
+        return None, (f"expected a number, got {kind}", f"应该返回一个数，实际返回的是 {kind}")
+    if not math.isfinite(value):
+        return None, (f"expected a finite number, got {value}", f"应该返回一个有限的数，实际是 {value}")
+    return value, None
+
+
+def number_problem(got, want: float, rel: float = 1e-6) -> Problem | None:
+    """Why the number ``got`` differs from ``want`` (relative tolerance, absolute below 1)."""
+    value, problem = as_number(got)
+    if problem:
+        return problem
+    if abs(value - want) > rel * max(1.0, abs(want)):
         return f"expected {want:.6g}, got {value:.6g}", f"应为 {want:.6g}，实际是 {value:.6g}"
     return None
 

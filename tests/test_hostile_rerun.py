@@ -1,6 +1,7 @@
 """Issue 24: the hostile rerun (tools/hostile_rerun.py) of the turn-3 review's rows and the new cases of classes 2-7
 ends in OK or a clear error every time: no silent wrong answer, crash, hang, NaN, raw library error or refusal of a
-legitimate call. (The class-1 rows, exercise checks, belong to another change and are not run here.)"""
+legitimate call. Class 1 (exercise checks) runs the review's rows and a sweep: every lesson's ``check_*`` fed every
+hostile answer (a hang, a string, None, an exception, an in-place change, NaN) must refuse it."""
 
 import importlib.util
 import sys
@@ -28,6 +29,14 @@ def test_every_case_of_classes_2_to_7_is_ok_or_clear(rerun):
     assert not bad, bad
 
 
+def test_every_exercise_check_refuses_every_hostile_answer(rerun):
+    rows = [(case, rerun.classify(case)) for case in rerun.class1_rows() + rerun.class1_sweep()]
+    checks = {case.what.split("(")[0] for case, _ in rows if case.row.startswith("N")}
+    assert len(checks) >= 45, sorted(checks)      # the sweep found the lessons' checks
+    bad = [(case.row, case.what, outcome, detail) for case, (outcome, detail) in rows if outcome != "OK"]
+    assert not bad, bad
+
+
 def test_the_classifier_can_fail(rerun):
     """The harness itself: a wrong call that returns is silent, a raw library error is cryptic, NaN is NaN."""
     import torch
@@ -36,3 +45,6 @@ def test_the_classifier_can_fail(rerun):
     assert rerun.classify(rerun.Case("7", "X", "raw", lambda: int("x")))[0] == "cryptic"
     assert rerun.classify(rerun.Case("5", "X", "nan", lambda: torch.tensor([float("nan")]), bool))[0] == "NaN"
     assert rerun.classify(rerun.Case("5", "X", "wrong", lambda: 2, lambda r: r == 3))[0] == "silent"
+    # A check that takes a string for a number is caught by the sweep's own predicate.
+    lenient = rerun.Case("1", "X", "lenient check", lambda: float("0.5") == 0.5, lambda r: r is False)
+    assert rerun.classify(lenient)[0] == "silent"

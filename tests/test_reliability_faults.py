@@ -42,6 +42,21 @@ needs_signals = pytest.mark.skipif(not hasattr(signal, "raise_signal") or os.nam
                                    reason="POSIX signals")
 
 
+@pytest.fixture(autouse=True)
+def python_handles_ctrl_c():
+    """These tests send SIGINT and expect Python's KeyboardInterrupt. A process started in the background of a
+    non-interactive shell (`make test &`, nohup, some CI runners) inherits SIGINT *ignored*: the signal would then
+    do nothing and the Ctrl+C tests would fail, or train for 10**6 steps. Install Python's handler for each test."""
+    if not hasattr(signal, "SIGINT") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def small_model(seed: int = 0, width: int = 16) -> nn.Module:
     torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(4, width), nn.ReLU(), nn.Linear(width, 1))

@@ -317,6 +317,58 @@ def class1_rows() -> list[Case]:
     ]
 
 
+def _hostile_students() -> dict[str, Callable]:
+    """Answers no check may accept: each stands for a class of student mistakes, not for one exercise."""
+    def spin(*args, **kwargs):
+        while True:
+            pass
+
+    def raises(*args, **kwargs):
+        raise RuntimeError("the student's own bug")
+
+    def mutates(*args, **kwargs):
+        for value in [*args, *kwargs.values()]:
+            for t in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(t, torch.Tensor) and not t.requires_grad:
+                    t.zero_()
+        return args[0] if args else None
+
+    return {"while True": spin, "returns a str": lambda *a, **k: "0.5", "returns None": lambda *a, **k: None,
+            "raises": raises, "zeroes its inputs in place": mutates,
+            "returns NaN": lambda *a, **k: torch.tensor(float("nan"))}
+
+
+def class1_sweep() -> list[Case]:
+    """Every ``check_*`` of every lesson, fed every hostile answer: each must be refused (the check returns False,
+    prints why, and neither hangs nor raises). New checks join the sweep by their name alone."""
+    import contextlib
+    import importlib
+    import pkgutil
+
+    import course_lab.exercises as ex
+    import course_lab.lessons as lessons
+
+    checks = {}
+    for info in pkgutil.walk_packages(lessons.__path__, lessons.__name__ + "."):
+        module = importlib.import_module(info.name)
+        for name, fn in vars(module).items():
+            if name.startswith("check_") and callable(fn) and getattr(fn, "__module__", "") == module.__name__:
+                checks[f"{info.name.rsplit('lessons.', 1)[1]}.{name}"] = fn
+
+    def run_check(check, student):
+        saved, ex.TIME_LIMIT_S = ex.TIME_LIMIT_S, 0.5  # a spinning answer costs half a second, not twenty
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                return check(student)
+        finally:
+            ex.TIME_LIMIT_S = saved
+
+    refused = lambda r: r is False  # noqa: E731
+    return [Case("1", f"N1{i:03d}", f"{name}({what})", lambda c=check, s=student: run_check(c, s), refused)
+            for i, ((name, check), (what, student)) in enumerate(
+                (pair, hostile) for pair in sorted(checks.items()) for hostile in _hostile_students().items())]
+
+
 def cases() -> list[Case]:
     x4 = torch.randn(4, 4, 8)
     pm4 = lengths_to_padding_mask(torch.tensor([4, 3, 2, 1]))[:, 0, 0]  # (B, T) with B == T
@@ -483,7 +535,7 @@ def cases() -> list[Case]:
 
 def run(include_class1: bool = True, verbose: bool = False) -> tuple[dict, list]:
     """Run every case; return (counts per class group, rows)."""
-    all_cases = cases() + (class1_rows() if include_class1 else [])
+    all_cases = cases() + (class1_rows() + class1_sweep() if include_class1 else [])
     rows = []
     for case in all_cases:
         with warnings.catch_warnings():

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from course_utils import losses
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, is_tensor, never_raises, passed, slow_exercise, watching
+from ..exercises import as_number, attempt, fail, is_tensor, never_raises, passed, report, slow_exercise, watching
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures
@@ -271,11 +271,9 @@ def check_smoothed_confidence(fn) -> bool:
                         "exercise is an experiment: train, then measure; the formula comes afterwards.",
                         "你没有训练任何东西就返回了一个数（没有调用 backward()）。这个练习是一个实验："
                         "先训练，再测量；公式放在最后再看。")
-        try:
-            value = float(got)
-        except (TypeError, ValueError, RuntimeError):
-            return fail(f"Return the probability as a number, got {type(got).__name__}.",
-                        f"请把概率作为一个数返回，实际返回的是 {type(got).__name__}。")
+        value, problem = as_number(got)
+        if problem:
+            return report(problem, "Return the probability as a number", "请把概率作为一个数返回")
         cap = 1 - eps + eps / n_classes
         if eps > 0 and value > cap + 0.01:
             return fail(f"With ε = {eps} you measured {value:.3f}, above what the smoothed loss allows: is "

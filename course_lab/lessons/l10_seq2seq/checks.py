@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from course_utils.masks import padding_mask
 
-from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed
+from ...exercises import as_number, attempt, fail, has_python_loop, is_tensor, never_raises, passed, report
 from . import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
@@ -100,11 +100,9 @@ def check_exact_match(fn) -> bool:
         ok, got = attempt(fn, torch.tensor(pred), torch.tensor(ref), E, P)
         if not ok:
             return False
-        try:
-            value = float(got)
-        except (TypeError, ValueError, RuntimeError):
-            return fail(f"Return one number (a float in [0, 1]), got {type(got).__name__}.",
-                        f"应返回一个数（0 到 1 之间的浮点数），实际得到 {type(got).__name__}。")
+        value, problem = as_number(got)
+        if problem:
+            return report(problem, "Return one number (a float in [0, 1])", "应返回一个数（0 到 1 之间的浮点数）")
         if abs(value - expected) > 1e-9:
             return fail(f"For pred={pred} and ref={ref} the exact match is {expected}, you returned {value}."
                         + (f" Hint: {hint_en}." if hint_en else ""),

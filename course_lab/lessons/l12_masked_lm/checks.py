@@ -14,7 +14,7 @@ from course_utils import mlm
 from course_utils.mlm import IGNORE_INDEX
 from course_utils.modes import evaluating
 
-from ...exercises import attempt, fail, never_raises, passed, type_problem, watching
+from ...exercises import as_number, attempt, fail, never_raises, passed, report, type_problem, watching
 
 _V, _MASK, _SPECIAL = 40, 4, (0, 1, 2, 3, 4)
 
@@ -110,10 +110,9 @@ def check_unigram_baseline(fn) -> bool:
                     "special ids, and score the labels that are not −100.",
                     "你调用了 mlm.unigram_baseline：请自己数词元（torch.bincount），去掉特殊 ID，"
                     "再在标签不等于 −100 的位置上计分。")
-    try:
-        value = float(got)
-    except (TypeError, ValueError, RuntimeError):
-        return fail(f"Return a number, got {type(got).__name__}.", f"请返回一个数，实际得到的是 {type(got).__name__}。")
+    value, problem = as_number(got)
+    if problem:
+        return report(problem, "Return a number", "请返回一个数")
     if abs(value - 0.5) < 1e-6:
         return passed("Correct: the context-free best guess is the most frequent ordinary token.",
                       "正确：不看上下文时，最好的猜法就是最常见的普通词元。")
@@ -267,11 +266,10 @@ def check_accuracy_at(fn, model=None, windows: torch.Tensor | None = None, tok=N
         ok, value = attempt(fn, model, windows.clone(), p, torch.Generator().manual_seed(100 + i))
         if not ok:
             return False
-        try:
-            got.append(float(value))
-        except (TypeError, ValueError, RuntimeError):
-            return fail(f"Return a number (a float or a 0-d tensor), got {type(value).__name__}.",
-                        f"请返回一个数（float 或 0 维张量），实际得到的是 {type(value).__name__}。")
+        number, problem = as_number(value)
+        if problem:
+            return report(problem, "Return a number (a float or a 0-d tensor)", "请返回一个数（float 或 0 维张量）")
+        got.append(number)
     want = [_scores_at(model, tok, windows, p, 100 + i) for i, p in enumerate(rates)]
     if all(abs(g - w[0]) < 1e-6 for g, w in zip(got, want)):
         return passed(f"Correct: {got[0]:.1%} at p = 0.15, {got[1]:.1%} at p = 0.5 on these windows.",
