@@ -17,7 +17,7 @@ SETUP_STAMP := .make/setup-$(ENV_ID).stamp
 NOTEBOOK_DIRS := $(wildcard notebooks/en notebooks/zh)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test notebooks instructor check-notebooks lint clean slides site site-env browser-deps
+.PHONY: help setup lab test notebooks instructor check-notebooks lint clean slides site site-env site-test browser-deps
 
 help:
 	@echo "make lab              set everything up, then open the notebooks in JupyterLab"
@@ -28,6 +28,7 @@ help:
 	@echo "make lint             ruff check"
 	@echo "make slides           export every lesson (EN and ZH, executed) to offline reveal.js decks in build/slides"
 	@echo "make site             build the course website (every lesson EN and ZH, executed) in build/site"
+	@echo "make site-test        build the website, then check every page of it in a headless Chromium"
 	@echo "make setup            (re)install the course package and its dependencies (and a CJK font if none)"
 	@echo "make browser-deps     chromium, an emoji font and slides/node_modules, for the browser tests (tests/browser)"
 
@@ -116,6 +117,12 @@ site: $(SETUP_STAMP) $(SITE_STAMP) slides/node_modules/.package-lock.json
 	@echo "open build/site/index.html, or serve it: python -m http.server -d build/site 8000"
 
 site-env: $(SITE_STAMP)
+
+# The website in a real browser (tests/browser/test_site.py): every lesson page in both languages loads offline with
+# no console error, shows its figures and typeset maths, draws Chinese with real glyphs, and the language switch and
+# the search work. CI runs it after `make test`, whose executed notebooks the site reuses.
+site-test: site
+	COURSE_SITE_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider tests/browser/test_site.py $(PYTEST_ARGS)
 
 $(SITE_STAMP): pyproject.toml
 	$(PYTHON) -m venv --system-site-packages $(SITE_ENV)

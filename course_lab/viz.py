@@ -21,6 +21,11 @@ from . import i18n
 from .fonts import CJK_FONT_PREFERENCE, CJKFontWarning, find_cjk_font, setup_fonts, use_language  # noqa: F401
 
 
+def show_token(token: str) -> str:
+    """A visible label for a token on an axis: a space becomes ``' '``, a newline ``↵``, a tab ``⇥``."""
+    return {" ": "' '", "\n": "↵", "\t": "⇥"}.get(token, token)
+
+
 def new_figure(figsize):
     """A constrained-layout Figure that pyplot does not keep: the caller returns it and Jupyter shows it once."""
     import matplotlib.pyplot as plt

@@ -13,6 +13,15 @@ from torch import nn
 from .interop import load_mha_from_torch
 from .multihead import MultiHeadAttention
 
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def attention_weights_bytes(batch: int, n_heads: int, seq_len: int, dtype: str = "float32") -> int:
+    """Bytes of the ``(B, h, T, T)`` attention weights the written-out path keeps for backward: B·h·T²·bytes."""
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"dtype={dtype!r} is not one of {sorted(DTYPE_BYTES)}: pass the name, e.g. 'bfloat16'")
+    return batch * n_heads * seq_len**2 * DTYPE_BYTES[dtype]
+
 
 def synchronize(device) -> None:
     if torch.device(device).type == "cuda":

@@ -8,10 +8,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,6 +21,7 @@ from .device import move_to_device, pick_device
 from .history import History, TrainingDiverged
 from .modes import evaluating
 from .optim import param_groups
+from .resumable import Resumable
 from .rng import seed_everything
 from .safe_files import defer_interrupts
 from .schedules import cosine_schedule, inverse_sqrt_schedule
@@ -50,42 +49,22 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
     before the update. ``checkpoint_path``: resume from it (``resume=True``), write it every ``checkpoint_every``
     steps and at the end; a ``history`` passed in is continued. Ctrl+C never leaves a half checkpoint; then
     ``on_interrupt="return"`` (``"auto"`` in Jupyter) returns the history with ``interrupted=True``, ``"raise"``
-    (``"auto"`` in a script) re-raises with ``err.history``."""
+    (``"auto"`` in a script) re-raises with ``err.history`` (both in :class:`~course_utils.resumable.Resumable`)."""
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
-    checkpoint_every = check_int(checkpoint_every, "checkpoint_every", 0)
     if eval_every and eval_fn is None:
         raise ValueError(f"eval_every={eval_every} needs an eval_fn: pass eval_fn=lambda model: {{...}}")
-    if checkpoint_every and checkpoint_path is None:
-        raise ValueError(f"checkpoint_every={checkpoint_every} needs checkpoint_path='runs/model.pt'")
-    if clip_grad is not None and not (is_real_number(clip_grad) and clip_grad >= 0):
-        raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
-    if optimizer is None and not (is_real_number(lr) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
-    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))] if optimizer else []
-    if bad_lr:
-        raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")
-    if on_interrupt not in ("auto", "return", "raise"):
-        raise ValueError(f"on_interrupt={on_interrupt!r} is not supported: use 'auto', 'return' or 'raise'")
-    if amp not in ("auto", "bf16", "fp16", "off"):
-        raise ValueError(f"amp={amp!r} is not supported: use 'auto', 'bf16', 'fp16' or 'off'")
-    if on_interrupt == "auto":  # a running Jupyter kernel keeps the curve; a script (or a torchrun rank) must stop
-        ipython = sys.modules.get("IPython") if "ipykernel" in sys.modules else None  # nbval imports it, no kernel
-        on_interrupt = "return" if getattr(ipython and ipython.get_ipython(), "kernel", None) is not None else "raise"
+    _check_optimizer_options(optimizer, lr, clip_grad, amp)
+    run = Resumable(checkpoint_path, checkpoint_every, resume, on_interrupt)
     device = pick_device(device)
     if amp == "auto":
         amp = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "off"
     if amp == "fp16" and device.type != "cuda":
         raise ValueError(f"amp='fp16' needs a CUDA GPU (device is {device}): use amp='bf16' or amp='off'")
-    path = Path(checkpoint_path) if checkpoint_path is not None else None
     if history is not None and not isinstance(history, History):
         raise TypeError(f"history must be a History (e.g. the one an earlier fit returned) or None, got "
                         f"{type(history).__name__}: for a saved dict use History.from_dict(d)")
     history = History() if history is None else history
-    if path is not None and path.is_dir():
-        raise ValueError(f"checkpoint_path {path} is a directory: pass a file name like {path / 'last.pt'}")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError(f"{type(model).__name__} has no parameters to train (none, or all frozen?): pass the model "
                          "that holds them, or unfreeze what should train with p.requires_grad_(True)")
@@ -95,28 +74,11 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             return contextlib.nullcontext()
         return torch.autocast(device.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
 
-    def diverged(what: str, step: int, value: float, lr_now: float) -> TrainingDiverged:
-        tips = []
-        if not math.isfinite(lr_now):
-            tips.append(f"the learning rate is {lr_now}: it must be a finite number (check lr= and the schedule)")
-        if any(p.dtype == torch.float16 for p in model.parameters()):  # not autocast: any lr can overflow them
-            better = "float32 (model.float())" + (", with amp='bf16' or amp='fp16' for speed"
-                                                   if device.type == "cuda" else " or bfloat16 (model.bfloat16())")
-            tips.append(f"the model's weights are float16, which overflows above 65504 and rounds small "
-                        f"updates away: keep them in {better}")
-        elif math.isfinite(lr_now) and lr_now > 0:
-            tips.append(f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})")
-        tips += [f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)",
-                 "check the attention mask: a fully masked row or -inf logits give NaN", "check the inputs for NaN/inf"]
-        if amp == "fp16":
-            tips.append("try amp='bf16' or amp='off' (fp16 overflows above 65504)")
-        last = f" The last good checkpoint is {path}." if path is not None and path.exists() else ""
-        return TrainingDiverged(f"{what} is {value} at step {step}: training diverged. Try to: "
-                                + "; ".join(tips) + "." + last, step=step, value=value, lr=lr_now)
+    def diverged(what: str, value: float, lr_now: float) -> TrainingDiverged:
+        return _diverged(what, step, value, lr_now, model, device, clip_grad, amp, run.last_good())
 
-    was_training = model.training
-    start = last_saved = step = history.step[-1] + 1 if len(history) else 0
-    bar = None
+    was_training, bar = model.training, None
+    start = step = history.step[-1] + 1 if len(history) else 0
     try:
         # Setup holds Ctrl+C until done, so a stop here (even in a lazy torch import) is handled like one below.
         with defer_interrupts():
@@ -126,20 +88,8 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             if optimizer is None:
                 optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
             scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
-            resuming = path is not None and resume and path.exists()
-            scheduler = _make_scheduler(schedule, optimizer, 0 if resuming else start)
-            if resuming:
-                ckpt = load_checkpoint(path, model, optimizer, scheduler, restore_rng=True)
-                start = ckpt["step"]
-                # the checkpoint's history is the truth at its step; update in place, the caller's object follows
-                history.__dict__.update(History.from_dict(ckpt["history"] or History().to_dict()).__dict__)
-                if scaler is not None and "grad_scaler" in ckpt["extra"]:
-                    scaler.load_state_dict(ckpt["extra"]["grad_scaler"])
-                print(f"Resuming from {path} at step {start}/{steps}.")
-            history.interrupted = False
-            if start >= steps:
-                print(f"Already at step {start} >= steps={steps}: nothing to train (raise steps to go on).")
-            last_saved = step = start
+            scheduler = _make_scheduler(schedule, optimizer, 0 if run.resuming else start)
+            start = step = run.restore(model, optimizer, scheduler, scaler, history, start, steps)
             t0 = time.perf_counter() - (history.elapsed[-1] if history.elapsed else 0.0)
             bar = tqdm(total=steps, initial=start, disable=not progress, desc="train")
         for step in range(start, steps):
@@ -147,17 +97,14 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             with autocast():
                 loss = loss_fn(model, batch)
             lr_now = optimizer.param_groups[0]["lr"]  # the rate this update uses
-            if not isinstance(loss, Tensor) or loss.numel() != 1:
-                raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__} "
-                                f"{tuple(getattr(loss, 'shape', ()))}: reduce it with .mean()")
-            value = float(loss.detach())
+            value = _loss_value(loss)
             if not math.isfinite(lr_now):  # e.g. a schedule that returned inf: stop before it is applied
-                raise diverged("the learning rate", step, lr_now, lr_now)
+                raise diverged("the learning rate", lr_now, lr_now)
             if lr_now < 0:  # the update would climb the loss instead of descending it
                 raise ValueError(f"the learning rate is {lr_now:.3g} at step {step}: it must be >= 0; a schedule "
                                  "must return multipliers >= 0 (e.g. cosine_schedule(steps, warmup))")
             if not math.isfinite(value):  # checked before backward: the weights stay the last good ones
-                raise diverged("the loss", step, value, lr_now)
+                raise diverged("the loss", value, lr_now)
             if not loss.requires_grad:
                 raise ValueError("the loss does not require grad: loss_fn must not use no_grad() or detach()")
             optimizer.zero_grad(set_to_none=True)
@@ -173,7 +120,7 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
                 # clip_grad off: max_norm=inf only measures the norm (a NaN/inf gradient must never reach the weights)
                 norm = float(nn.utils.clip_grad_norm_(model.parameters(), clip_grad or math.inf))
                 if not math.isfinite(norm):
-                    raise diverged("the gradient norm", step, norm, lr_now)
+                    raise diverged("the gradient norm", norm, lr_now)
                 optimizer.step()
             if scheduler is not None:
                 scheduler.step()
@@ -183,34 +130,61 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             done = step + 1
             if eval_fn is not None and (done % eval_every == 0 if eval_every else done == steps):
                 with evaluating(model), autocast():  # dropout off and no gradients, as at test time
-                    metrics = eval_fn(model)
-                history.record_eval(step, metrics)
-            if path is not None and (done == steps or (checkpoint_every and done % checkpoint_every == 0)):
-                extra = {"amp": amp, "seed": seed, "steps": steps}
-                if scaler is not None:
-                    extra["grad_scaler"] = scaler.state_dict()
-                with defer_interrupts():  # Ctrl+C now waits for the file to be complete (and last_saved set)
-                    save_checkpoint(path, model, optimizer, scheduler, done, history, extra)
-                    last_saved = done
+                    history.record_eval(step, eval_fn(model))
+            run.save_if_due(done, steps, model, optimizer, scheduler, history, scaler, amp=amp, seed=seed)
     except TrainingDiverged as err:
         err.history = history  # the curve up to the divergence, for plotting
         raise
     except KeyboardInterrupt as err:
-        history.interrupted = True
-        how = (f"The last complete checkpoint ({path}, step {last_saved}) is intact: run the same fit(...) call "
-               "again (resume=True) to continue from there." if path is not None and path.exists()
-               else "No checkpoint was written (pass checkpoint_path=... to make the run resumable).")
-        kept = ("The returned History holds the curve so far." if on_interrupt == "return"
-                else "Stopping (fit(..., on_interrupt='return') returns the History instead).")
-        print(f"\nInterrupted at step {step}/{steps}. {how} {kept}", flush=True)
-        if on_interrupt == "raise":
-            err.history = history
+        if run.interrupted(err, step, steps, history):
             raise
     finally:
         if bar is not None:
             bar.close()
         model.train(was_training)
     return history
+
+
+def _check_optimizer_options(optimizer, lr, clip_grad, amp) -> None:
+    if clip_grad is not None and not (is_real_number(clip_grad) and clip_grad >= 0):
+        raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
+    if optimizer is None and not (is_real_number(lr) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))] if optimizer else []
+    if bad_lr:
+        raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")
+    if amp not in ("auto", "bf16", "fp16", "off"):
+        raise ValueError(f"amp={amp!r} is not supported: use 'auto', 'bf16', 'fp16' or 'off'")
+
+
+def _loss_value(loss: Any) -> float:
+    if not isinstance(loss, Tensor) or loss.numel() != 1:
+        raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__} "
+                        f"{tuple(getattr(loss, 'shape', ()))}: reduce it with .mean()")
+    return float(loss.detach())
+
+
+def _diverged(what: str, step: int, value: float, lr_now: float, model: nn.Module, device: torch.device,
+              clip_grad: float | None, amp: str, last_good: str) -> TrainingDiverged:
+    """The error for a non-finite loss, gradient norm or learning rate, with what to try, most likely first."""
+    tips = []
+    if not math.isfinite(lr_now):
+        tips.append(f"the learning rate is {lr_now}: it must be a finite number (check lr= and the schedule)")
+    if any(p.dtype == torch.float16 for p in model.parameters()):  # not autocast: any lr can overflow them
+        better = "float32 (model.float())" + (", with amp='bf16' or amp='fp16' for speed"
+                                               if device.type == "cuda" else " or bfloat16 (model.bfloat16())")
+        tips.append(f"the model's weights are float16, which overflows above 65504 and rounds small "
+                    f"updates away: keep them in {better}")
+    elif math.isfinite(lr_now) and lr_now > 0:
+        tips.append(f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})")
+    tips += [f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)",
+             "check the attention mask: a fully masked row or -inf logits give NaN", "check the inputs for NaN/inf"]
+    if amp == "fp16":
+        tips.append("try amp='bf16' or amp='off' (fp16 overflows above 65504)")
+    return TrainingDiverged(f"{what} is {value} at step {step}: training diverged. Try to: "
+                            + "; ".join(tips) + "." + last_good, step=step, value=value, lr=lr_now)
 
 
 def _make_scheduler(schedule: Any, optimizer: torch.optim.Optimizer, start: int) -> Any:

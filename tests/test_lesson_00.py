@@ -144,3 +144,11 @@ def test_check_attention_memory(capsys):
     assert not l00.check_attention_memory(lambda b, h, t: 4 * b * h * t)
     assert "grows like T" in capsys.readouterr().out
     assert not l00.check_attention_memory(lambda b, h, t: 2 * b * h * t * t)   # float16's 2 bytes
+    capsys.readouterr()
+    from course_utils import speed
+
+    assert not l00.check_attention_memory(lambda b, h, t: speed.attention_weights_bytes(b, h, t))  # the shortcut
+    assert "the course's answer" in capsys.readouterr().out
+    assert speed.attention_weights_bytes(2, 4, 16, "bfloat16") == 2 * 4 * 16 * 16 * 2
+    with pytest.raises(ValueError, match="pass the name"):
+        speed.attention_weights_bytes(1, 1, 1, "fp8")

@@ -110,7 +110,7 @@ def _solution_left_padded(ids, pad_id):
 
 def test_check_left_padded_mask(capsys):
     assert l05.check_left_padded_mask(_solution_left_padded) is True
-    assert l05.check_left_padded_mask(l05._reference_left_padded_mask) is True
+    assert l05.check_left_padded_mask(l05.checks._reference_left_padded_mask) is True
     capsys.readouterr()
     assert l05.check_left_padded_mask(lambda ids, p: ~_solution_left_padded(ids, p)) is False
     assert "inverted" in capsys.readouterr().out
@@ -147,7 +147,7 @@ def test_left_padding_breaks_the_causal_only_shortcut():
 
 
 def test_check_masked_softmax(capsys):
-    assert l05.check_masked_softmax(l05._reference_masked_softmax) is True
+    assert l05.check_masked_softmax(l05.checks._reference_masked_softmax) is True
 
     def nan_rows(scores, keep):
         return torch.softmax(scores.masked_fill(~keep, float("-inf")), -1)
@@ -180,7 +180,7 @@ def test_check_masked_softmax(capsys):
 
 
 def test_check_sliding_window_mask():
-    assert l05.check_sliding_window_mask(l05._reference_sliding_window_mask) is True
+    assert l05.check_sliding_window_mask(l05.checks._reference_sliding_window_mask) is True
 
     def off_by_one(t, window):
         i, j = torch.arange(t)[:, None], torch.arange(t)[None, :]
@@ -200,9 +200,9 @@ def test_check_sliding_window_mask():
     assert l05.check_sliding_window_mask(
         lambda t, w: torch.tril(torch.ones(t, t, dtype=torch.bool)) & ~torch.tril(torch.ones(t, t, dtype=torch.bool),
                                                                                  diagonal=-w)) is True
-    window = l05._reference_sliding_window_mask(6, 3)
+    window = l05.checks._reference_sliding_window_mask(6, 3)
     assert window.sum(-1).tolist() == [1, 2, 3, 3, 3, 3]
-    assert torch.equal(l05._reference_sliding_window_mask(5, 10), masks.causal_mask(5))
+    assert torch.equal(l05.checks._reference_sliding_window_mask(5, 10), masks.causal_mask(5))
 
 
 def test_checks_speak_chinese(capsys):

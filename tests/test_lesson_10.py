@@ -45,7 +45,8 @@ def test_missing_packages_say_how_to_install(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "num2words", None)       # None in sys.modules: "import num2words" fails
-    monkeypatch.delitem(sys.modules, "course_lab.lessons.l10_seq2seq")
+    for name in [n for n in sys.modules if n.startswith("course_lab.lessons.l10_seq2seq")]:  # with its submodules
+        monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match="pip install num2words cn2an"):
         importlib.import_module("course_lab.lessons.l10_seq2seq")
     # monkeypatch puts the original module back afterwards, so the other tests keep using it

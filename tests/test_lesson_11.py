@@ -61,8 +61,12 @@ def test_encode_prompt_rejects_unknown_characters(tiny):
         l11.encode_prompt(tok, "")
 
 
-def test_show_char():
-    assert l11.show_char("\n") == "↵" and l11.show_char(" ") == "' '" and l11.show_char("a") == "a"
+def test_show_token_is_shared_with_lesson_12():
+    from course_lab import viz
+    from course_lab.lessons import l12_masked_lm as l12
+
+    assert viz.show_token("\n") == "↵" and viz.show_token(" ") == "' '" and viz.show_token("a") == "a"
+    assert l12.show_token is viz.show_token
 
 
 def test_top_p_filter_reference():

@@ -43,8 +43,8 @@ def test_weight_bytes_match_the_tensor_the_written_out_path_keeps(dtype):
     torch_dtype = getattr(torch, dtype)
     q = k = v = torch.randn(2, 4, 33, 8, dtype=torch_dtype)
     _, weights = cu.attention_with_weights(q, k, v)
-    assert weights.numel() * weights.element_size() == l14.attention_weights_bytes(2, 33, 4, dtype)
-    assert l14.flash_stats_bytes(2, 33, 4) == 2 * 4 * 33 * 4             # one float32 per query and head
+    assert weights.numel() * weights.element_size() == l14.attention_weights_bytes(2, 4, 33, dtype)
+    assert l14.flash_stats_bytes(2, 4, 33) == 2 * 4 * 33 * 4             # one float32 per query and head
 
 
 def test_kv_cache_bytes_match_a_real_cache():
@@ -117,7 +117,7 @@ def test_cost_widget_state_and_divisibility_message():
     fig, state = l14._render_cost(seq_len=4096, d_model=384, n_heads=6, n_layers=6, dtype="bfloat16")
     assert state["quadratic_share"] > 0.5                               # T > 2d: the T² terms dominate
     written, fused, cache = state["memory_gib"].values()
-    assert written == 6 * l14.attention_weights_bytes(1, 4096, 6, "bfloat16") / 2**30
+    assert written == 6 * l14.attention_weights_bytes(1, 6, 4096, "bfloat16") / 2**30
     assert fused < written and cache > 0
     with pytest.raises(ValueError, match="not divisible"):
         l14._render_cost(seq_len=128, d_model=100, n_heads=3, n_layers=1, dtype="float32")

@@ -4,9 +4,9 @@ The builder's one-language rule (tools/one_language.py) reads the code of a cell
 at run time (a label of three English words, a table header made in course_lab, a dict with English keys). This test
 reads the outputs of the executed Chinese notebooks and flags every English word that is not
 
-- a code identifier (``d_model``, ``nn.MHA``, ``tensor(``, ``eval()``, ``mask[:, None]``, CamelCase, ``name=value`` where
-  ``name`` is a keyword argument the notebook's code passes, a dict key the code indexes with: ``report["device"]``),
-  a number, a shape or a tensor repr;
+- a code identifier (``d_model``, ``nn.MHA``, ``tensor(``, ``eval()``, ``mask[:, None]``, CamelCase,
+  ``name=value`` where ``name`` is a keyword argument the notebook's code passes, a dict key the code indexes with:
+  ``report["device"]``), a number, a shape or a tensor repr;
 - a unit or an acronym (``ms``, ``GiB``, ``CPU``, ``BLEU``);
 - a name or term of :data:`ALLOWED` (the glossary keeps softmax, logits, dropout, Transformer, top-k in English;
   packages and models keep their names);

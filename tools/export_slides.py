@@ -466,9 +466,10 @@ def build_instructor_edition() -> None:
         raise SystemExit("export_slides: the instructor edition does not build (see the errors above)")
 
 
-def lessons(lang: str, wanted: list[str] | None = None) -> list[Path]:
-    """The lesson notebooks of one language, sorted; ``wanted`` filters by number ("02") or name."""
-    found = sorted(p for p in (NOTEBOOKS / lang).glob("*.ipynb") if LESSON_RE.match(p.name))
+def lessons(lang: str, wanted: list[str] | None = None, folder: Path = NOTEBOOKS) -> list[Path]:
+    """The lesson notebooks of one language in ``folder`` (default: the instructor edition), sorted; ``wanted``
+    filters by number ("02") or name."""
+    found = sorted(p for p in (folder / lang).glob("*.ipynb") if LESSON_RE.match(p.name))
     if not wanted:
         return found
 
@@ -477,7 +478,7 @@ def lessons(lang: str, wanted: list[str] | None = None) -> list[Path]:
 
     unknown = [w for w in wanted if not any(matches(p, w) for p in found)]
     if unknown:
-        raise SystemExit(f"export_slides: no lesson {', '.join(unknown)} in {NOTEBOOKS / lang} "
+        raise SystemExit(f"export_slides: no lesson {', '.join(unknown)} in {folder / lang} "
                          f"(there are: {', '.join(p.stem[:2] for p in found)})")
     return [p for p in found if any(matches(p, w) for w in wanted)]
 

@@ -1,6 +1,7 @@
 """Lesson 14 · going fast: cost arithmetic, FlashAttention's idea in plain torch, the cost widget, exercise checks.
 
-* :func:`attention_flops`, :func:`attention_weights_bytes`, :func:`kv_cache_bytes`: the numbers the lesson derives;
+* :func:`attention_flops`, :func:`kv_cache_bytes` and ``course_utils.speed.attention_weights_bytes``: the numbers
+  the lesson derives;
 * :func:`load_benchmark_results`: the tables measured by ``benchmarks/bench_attention.py --json`` and
   ``benchmarks/bench_gpt.py --json`` (``course_lab/assets/results/`` and its sub-folders such as ``cpu/``);
 * :func:`build_cost_widget` and the ``check_*`` functions of the exercises.
@@ -15,12 +16,14 @@ from pathlib import Path
 
 import torch
 
+from course_utils.speed import DTYPE_BYTES as BYTES
+from course_utils.speed import attention_weights_bytes as attention_weights_bytes
+
 from .. import i18n, viz
 from ..assets import asset
 from ..exercises import attempt, fail, never_raises, number_problem, passed, run_check, tensor_close
 from ..widgets import LessonWidget, dropdown, slider
 
-BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 RESULTS_DIR = asset("results")  # shipped with the package: course_lab/assets/results/**/*.json
 
 
@@ -35,12 +38,7 @@ def attention_flops(batch: int, seq_len: int, d_model: int) -> dict[str, int]:
     return {"projections": proj, "scores_and_mix": quad, "total": proj + quad}
 
 
-def attention_weights_bytes(batch: int, seq_len: int, n_heads: int, dtype: str = "float32") -> int:
-    """Memory of the (B, h, T, T) weight matrix that the written-out path keeps for the backward pass."""
-    return batch * n_heads * seq_len**2 * BYTES[dtype]
-
-
-def flash_stats_bytes(batch: int, seq_len: int, n_heads: int) -> int:
+def flash_stats_bytes(batch: int, n_heads: int, seq_len: int) -> int:
     """What a fused (FlashAttention) kernel keeps instead: one float32 log-sum-exp per query and head."""
     return batch * n_heads * seq_len * 4
 
@@ -94,9 +92,9 @@ def _render_cost(seq_len: int, d_model: int, n_heads: int, n_layers: int, dtype:
     gib = 2.0**30
     mem = {
         i18n.pick({"en": "weights T×T (written-out)", "zh": "T×T 权重（显式写出）"}):
-            n_layers * attention_weights_bytes(1, seq_len, n_heads, dtype) / gib,
+            n_layers * attention_weights_bytes(1, n_heads, seq_len, dtype) / gib,
         i18n.pick({"en": "fused kernel stats", "zh": "融合内核的统计量"}):
-            n_layers * flash_stats_bytes(1, seq_len, n_heads) / gib,
+            n_layers * flash_stats_bytes(1, n_heads, seq_len) / gib,
         i18n.pick({"en": "KV cache", "zh": "KV 缓存"}): kv_cache_bytes(n_layers, 1, seq_len, d_model, dtype) / gib,
     }
     flops = attention_flops(1, seq_len, d_model)

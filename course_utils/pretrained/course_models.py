@@ -24,6 +24,7 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from ..models import GPT, EncoderClassifier, MaskedLM, Transformer
+from ..modes import model_device
 from ..safe_files import file_sha256, verify_file
 from ..tokenizers import Tokenizer
 
@@ -81,7 +82,7 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
     save_model(copy.deepcopy(model).cpu().half(), str(tmp))  # tied weights are stored once
     os.chmod(tmp, 0o644)
     os.replace(tmp, weights)
-    device = next(model.parameters()).device
+    device = model_device(model)
     argv = [Path(sys.executable).name if i == 0 else a for i, a in enumerate(getattr(sys, "orig_argv", sys.argv))]
     manifest = {"name": name, "kind": kind, "config": config,
                 "tokenizers": {role: tok.to_dict() for role, tok in tokenizers.items()}, "metrics": metrics,

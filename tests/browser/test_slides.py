@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 import export_slides  # noqa: E402  (tools/ is not a package)
 import slide_report  # noqa: E402
+from conftest import GLYPHS  # noqa: E402  (tests/browser/conftest.py: shared with the website's test)
 
 SCREENSHOTS = REPO / "build" / "slides" / "screenshots"
 LANGS = ("en", "zh")
@@ -124,35 +125,6 @@ INSPECT = """() => {
     images: q('.reveal img'),
     broken: broken,
     lang: document.documentElement.lang,
-  };
-}"""
-
-# Chinese text must be drawn with real glyphs. Without a font that has them, Chromium draws the same empty box
-# (.notdef) for every character: draw several different characters from the page, with the element's own font,
-# on a canvas; real glyphs give different, non-empty bitmaps, boxes give identical ones.
-GLYPHS = """(selector) => {
-  const el = document.querySelector(selector);
-  const style = getComputedStyle(el);
-  const chars = [...new Set([...el.textContent].filter(c => /[\\u4e00-\\u9fff]/.test(c)))].slice(0, 8);
-  const canvas = document.createElement('canvas');
-  canvas.width = canvas.height = 64;
-  const ctx = canvas.getContext('2d', {willReadFrequently: true});
-  const bitmaps = chars.map(c => {
-    ctx.clearRect(0, 0, 64, 64);
-    ctx.font = `${style.fontStyle} ${style.fontWeight} 48px ${style.fontFamily}`;
-    ctx.fillStyle = '#000';
-    ctx.textBaseline = 'top';
-    ctx.fillText(c, 4, 4);
-    const data = ctx.getImageData(0, 0, 64, 64).data;
-    let ink = 0, key = '';
-    for (let i = 3; i < data.length; i += 4) { if (data[i] > 127) { ink++; key += (i >> 2).toString(36) + ','; } }
-    return {char: c, ink: ink, key: key};
-  });
-  return {
-    family: style.fontFamily,
-    chars: chars.join(''),
-    distinct: new Set(bitmaps.map(b => b.key)).size,
-    empty: bitmaps.filter(b => b.ink === 0).map(b => b.char).join(''),
   };
 }"""
 

@@ -23,6 +23,9 @@ from course_utils.multihead import record_attention
 from course_utils.validation import check_divisible
 
 from ... import i18n, viz
+from .checks import check_decoder_layer as check_decoder_layer
+from .checks import check_lean_decoder_layer_params as check_lean_decoder_layer_params
+from .checks import check_reverse_tokens as check_reverse_tokens
 
 # ------------------------------------------------------------------------------------------------------------
 # Parameter counts: by formula and measured
@@ -353,14 +356,3 @@ def build_size_widget(n_layers: int = 6, n_heads: int = 8, d_model: int = 512, s
                         title={"en": "How big is an encoder–decoder Transformer?",
                                "zh": "编码器-解码器 Transformer 有多大？"})
 
-
-# The exercise checks live in checks.py (they use the helpers above, hence the import at the end).
-from .checks import (  # noqa: E402, F401
-    _decoder_case,
-    _lean_decoder_layer_params,
-    _pre_norm_decoder_layer,
-    _reverse_tokens_reference,
-    check_decoder_layer,
-    check_lean_decoder_layer_params,
-    check_reverse_tokens,
-)

@@ -11,7 +11,6 @@ import torch
 from course_utils.masks import padding_mask
 
 from ...exercises import attempt, fail, has_python_loop, is_tensor, never_raises, passed, watching
-from . import decoder_layer_params
 
 
 def _decoder_case(seed: int = 7, norm_first: bool = True):
@@ -95,9 +94,14 @@ def check_decoder_layer(fn) -> bool:
                 "以及 x + Sublayer(LayerNorm(x)) 的写法。")
 
 
-def _lean_decoder_layer_params(d_model: int, d_ff: int) -> int:
-    """Exercise 2's count: two attentions and an FFN without biases, three RMSNorms (a gain γ each, no β)."""
-    return 2 * 4 * d_model * d_model + 2 * d_model * d_ff + 3 * d_model
+def _decoder_layer_size(d_model: int, d_ff: int, lean: bool) -> int:
+    """Parameters of a ``DecoderLayer``, counted on the ``meta`` device: the lesson's (biases, LayerNorm) or the
+    lean one of exercise 2 (no biases, RMSNorm)."""
+    from course_utils.layers import DecoderLayer
+
+    options = {"bias": False, "norm": "rms"} if lean else {}
+    with torch.device("meta"):
+        return sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff, **options).parameters())
 
 
 def _decoder_layer_classes() -> list:
@@ -110,8 +114,6 @@ def _decoder_layer_classes() -> list:
 @never_raises
 def check_lean_decoder_layer_params(fn) -> bool:
     """Exercise 2: ``fn(d_model, d_ff)`` = parameters of ``DecoderLayer(..., bias=False, norm="rms")``, by formula."""
-    from course_utils.layers import DecoderLayer
-
     with watching(fn, _decoder_layer_classes()) as calls:
         ok, _ = attempt(fn, 8, 16)
     if not ok:
@@ -123,11 +125,10 @@ def check_lean_decoder_layer_params(fn) -> bool:
         ok, got = attempt(fn, d_model, d_ff)
         if not ok:
             return False
-        with torch.device("meta"):
-            want = sum(p.numel() for p in DecoderLayer(d_model, 4, d_ff, bias=False, norm="rms").parameters())
+        want = _decoder_layer_size(d_model, d_ff, lean=True)
         if got != want:
             hint_en, hint_zh = "", ""
-            if got == decoder_layer_params(d_model, d_ff):
+            if got == _decoder_layer_size(d_model, d_ff, lean=False):
                 hint_en = " That is the lesson's layer, with biases and LayerNorm β: this one has neither."
                 hint_zh = "这是正文里那个带偏置和层归一化 β 的层：这里两者都没有。"
             elif got == want + 3 * d_model:
@@ -135,7 +136,8 @@ def check_lean_decoder_layer_params(fn) -> bool:
                 hint_zh = "RMSNorm 只有增益 γ，没有 β。"
             return fail(f"For d_model={d_model}, d_ff={d_ff}: expected {want}, got {got}.{hint_en}",
                         f"d_model={d_model}、d_ff={d_ff} 时应为 {want}，实际得到 {got}。{hint_zh}")
-    share = {d: 1 - _lean_decoder_layer_params(d, f) / decoder_layer_params(d, f) for d, f in ((32, 64), (512, 2048))}
+    share = {d: 1 - _decoder_layer_size(d, f, lean=True) / _decoder_layer_size(d, f, lean=False)
+             for d, f in ((32, 64), (512, 2048))}
     return passed(f"Correct: 8·d² + 2·d·d_ff + 3·d. The biases and β (12·d + d_ff) are {share[32]:.1%} of the "
                   f"lesson's layer (d = 32, d_ff = 64) and {share[512]:.2%} at d = 512, d_ff = 2048.",
                   f"正确：8·d² + 2·d·d_ff + 3·d。偏置和 β（12·d + d_ff 个）在正文的层（d = 32、d_ff = 64）里占 "

@@ -12,9 +12,10 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.masks import padding_mask
+from course_utils.modes import model_device
 
 from ...exercises import as_number, attempt, fail, has_python_loop, is_tensor, never_raises, passed, report
-from . import TARGET_CHARS, make_tokenizers, source_text
+from .numbers import TARGET_CHARS, make_tokenizers, source_text
 
 # --- exercise 1: the decoder input from the labels
 
@@ -242,7 +243,7 @@ def check_encode_without_positions(fn, model=None, src_tok=None, tgt_tok=None) -
 def _anagram_experiment(fn, model, src_tok, tgt_tok) -> None:
     """1,200 and 2,100 through ``fn``: the memory rows are the same set, so the greedy translations are equal."""
     model.eval()
-    device = next(model.parameters()).device
+    device = model_device(model)
     outputs = {}
     for n in ANAGRAMS:
         ids = src_tok.encode(source_text(n))

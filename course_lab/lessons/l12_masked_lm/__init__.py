@@ -24,6 +24,7 @@ from course_utils.mlm import IGNORE_INDEX
 from course_utils.modes import evaluating, model_device
 
 from ... import i18n, viz
+from ...viz import show_token as show_token
 from .checks import check_accuracy_at as check_accuracy_at
 from .checks import check_bert_masking as check_bert_masking
 from .checks import check_unigram_baseline as check_unigram_baseline
@@ -54,11 +55,6 @@ def masking_kinds(ids: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor)
     kinds[selected & same] = 3
     kinds[selected & ~same] = 2
     return kinds.numpy()
-
-
-def show_token(token: str) -> str:
-    """A visible label for a token: a space becomes ``' '``, a newline ``↵``, a tab ``⇥``."""
-    return {" ": "' '", "\n": "↵", "\t": "⇥"}.get(token, token)
 
 
 def plot_masking(ids, inputs, labels, tok, mask_id: int | None = None, lang=None, max_len: int = 40):

@@ -12,25 +12,11 @@ import math
 
 import numpy as np
 import torch
-import torch.func  # noqa: F401  (watched by check_softmax_jacobian)
 
-import course_utils
-import course_utils.attention
-from course_utils.attention import attention_with_weights
-
-from .. import i18n, viz
-from ..exercises import (
-    attempt,
-    fail,
-    has_python_loop,
-    never_raises,
-    number_problem,
-    passed,
-    report,
-    say,
-    tensor_close,
-    watching,
-)
+from ... import i18n, viz
+from .checks import check_masked_attention as check_masked_attention
+from .checks import check_softmax_jacobian as check_softmax_jacobian
+from .checks import check_unit_scale as check_unit_scale
 
 # ----------------------------------------------------------------------------------------------------
 # A tiny sentence: the words, their types and a small word-specific part (the notebook writes W^Q, W^K)
@@ -195,7 +181,7 @@ def build_scaling_widget(d_k: int = 64, scale: bool = False):
     """d_k slider + "scale by √d_k" toggle: one query's weight distribution, its entropy and the heatmap."""
     import ipywidgets as widgets
 
-    from ..widgets import LessonWidget, toggle
+    from ...widgets import LessonWidget, toggle
 
     if d_k not in D_K_CHOICES:
         raise ValueError(f"d_k={d_k} is not one of the slider's values {D_K_CHOICES}")
@@ -212,134 +198,3 @@ def build_scaling_widget(d_k: int = 64, scale: bool = False):
 # ----------------------------------------------------------------------------------------------------
 # Exercise checks: print a verdict, return True / False, never raise
 # ----------------------------------------------------------------------------------------------------
-
-def _qkv(seed: int, shape_q=(2, 3, 5, 4), t_k: int = 6, d_v: int = 3):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(*shape_q, generator=g)
-    k = torch.randn(*shape_q[:-2], t_k, shape_q[-1], generator=g)
-    v = torch.randn(*shape_q[:-2], t_k, d_v, generator=g)
-    return q, k, v
-
-
-_AUTOGRAD = ((torch.autograd.functional, "jacobian"), (torch.autograd, "grad"), (torch.Tensor, "backward"),
-             (torch.func, "jacrev"), (torch.func, "jacfwd"))
-
-
-def _reference_jacobian(a: torch.Tensor) -> torch.Tensor:
-    """∂a_i/∂s_j = a_i (δ_ij − a_j), for every row of a (…, T): (…, T, T)."""
-    return torch.diag_embed(a) - a.unsqueeze(-1) * a.unsqueeze(-2)
-
-
-@never_raises
-def check_softmax_jacobian(fn) -> bool:
-    """Exercise 1: ``fn(a)`` maps softmax rows a (…, T) to their Jacobians (…, T, T), written from the formula."""
-    g = torch.Generator().manual_seed(1)
-    cases = [torch.softmax(torch.randn(5, generator=g), -1),
-             torch.softmax(torch.randn(2, 3, 6, generator=g) * 3, -1)]
-    cases[1][0, 0] = torch.nn.functional.one_hot(torch.tensor(2), 6).float()   # a saturated row
-    for a in cases:
-        with watching(fn, _AUTOGRAD) as calls:
-            ok, got = attempt(fn, a.clone())
-        if not ok:
-            return False
-        if calls:
-            return fail("You asked autograd for the Jacobian: the exercise asks you to write a_i(δ_ij − a_j) "
-                        "yourself, as one tensor expression for every row at once (autograd is what we "
-                        "check it against).",
-                        "你让 autograd 算出了雅可比矩阵：本题要求你亲手写出 a_i(δ_ij − a_j)，用一个张量表达式一次算出"
-                        "所有行（autograd 是我们用来核对的）。")
-        if has_python_loop(fn):
-            return fail("Your function loops over the rows in Python: write a_i(δ_ij − a_j) as one tensor "
-                        "expression (torch.diag_embed and an outer product by broadcasting) for every row at once.",
-                        "你的函数用 Python 循环逐行计算：请把 a_i(δ_ij − a_j) 写成一个张量表达式（torch.diag_embed "
-                        "加上用广播算出的外积），一次算出所有行。")
-        want = _reference_jacobian(a)
-        if not tensor_close(got, want, f"Jacobian of a row batch {tuple(a.shape)}",
-                            f"形状为 {tuple(a.shape)} 的一批行的雅可比矩阵"):
-            if isinstance(got, torch.Tensor) and got.shape == want.shape and \
-                    torch.allclose(got.detach(), torch.diag_embed(a * (1 - a)), atol=1e-6):
-                say("Hint: that is only the diagonal a_i(1 − a_i), as for a sigmoid. A softmax output depends on "
-                    "every score: off the diagonal ∂a_i/∂s_j = −a_i a_j.",
-                    "提示：你只写了对角线 a_i(1 − a_i)，就像 sigmoid 那样。softmax 的每个输出都依赖所有分数："
-                    "非对角线上 ∂a_i/∂s_j = −a_i a_j。")
-            return False
-    saturated = float(_reference_jacobian(cases[1][0, 0]).abs().max())
-    uniform = float(_reference_jacobian(torch.full((6,), 1 / 6)).abs().max())
-    return passed(f"Correct. Largest entry of the Jacobian: uniform row {uniform:.3f}, one-hot row {saturated:.0f}: "
-                  "a saturated row passes no gradient back to its scores.",
-                  f"正确。雅可比矩阵的最大元素：均匀的行为 {uniform:.3f}，独热的行为 {saturated:.0f}："
-                  "饱和的行不会把梯度传回它的分数。")
-
-
-@never_raises
-def check_unit_scale(fn) -> bool:
-    """Exercise 2: ``fn(d_k, var_q, var_k)`` must return c with Var(c · q·k) = 1, i.e. 1/√(d_k var_q var_k)."""
-    cases = ((64, 1.0, 1.0), (64, 4.0, 1.0), (16, 0.25, 9.0), (512, 2.0, 0.5))
-    for d_k, var_q, var_k in cases:
-        ok, got = attempt(fn, d_k, var_q, var_k)
-        if not ok:
-            return False
-        want = 1.0 / math.sqrt(d_k * var_q * var_k)
-        if number_problem(got, want) is None:
-            continue
-        if var_q * var_k != 1.0 and number_problem(got, 1.0 / math.sqrt(d_k)) is None:
-            return fail(f"For d_k={d_k}, var_q={var_q}, var_k={var_k} you returned 1/√d_k: that factor assumes "
-                        "unit-variance entries. Redo the derivation: what is Var(q_i k_i) now?",
-                        f"d_k={d_k}、var_q={var_q}、var_k={var_k} 时你返回的是 1/√d_k：这个因子假定各分量方差为 1。"
-                        "重新推导一遍：现在 Var(q_i k_i) 是多少？")
-        if number_problem(got, 1.0 / (math.sqrt(d_k) * var_q * var_k)) is None:
-            say("Hint: divide by the standard deviation of q·k, not by a variance: √(var_q var_k) appears.",
-                "提示：要除以 q·k 的标准差，而不是方差：出现的是 √(var_q var_k)。")
-        return report(number_problem(got, want), f"d_k={d_k}, var_q={var_q}, var_k={var_k}",
-                      f"d_k={d_k}、var_q={var_q}、var_k={var_k} 时")
-    g = torch.Generator().manual_seed(5)
-    d_k, var_q, var_k = 256, 4.0, 0.25 * 9
-    q = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_q)
-    k = torch.randn(20_000, d_k, generator=g) * math.sqrt(var_k)
-    measured = float(((q * k).sum(-1) * float(fn(d_k, var_q, var_k))).var())
-    return passed(f"Correct. Measured with your factor (d_k={d_k}, var_q={var_q}, var_k={var_k}): "
-                  f"Var = {measured:.3f}.",
-                  f"正确。用你的因子实测（d_k={d_k}，var_q={var_q}，var_k={var_k}）：方差为 {measured:.3f}。")
-
-
-_LIBRARY_ATTENTION = ((course_utils.attention, "attention_with_weights"), (course_utils, "attention_with_weights"),
-                      (torch.nn.functional, "scaled_dot_product_attention"))
-
-
-@never_raises
-def check_masked_attention(fn) -> bool:
-    """Exercise 3: ``fn(q, k, v, mask)`` (mask True = may attend) must return ``(out, weights)``."""
-    q, k, v = _qkv(4, (2, 5, 4), t_k=6)
-    mask = torch.ones(2, 5, 6, dtype=torch.bool)
-    mask[0, :, 4:] = False                  # the last two keys of the first sequence are padding
-    mask[1] = torch.tril(torch.ones(5, 6, dtype=torch.bool), diagonal=1)
-    want_out, want_w = attention_with_weights(q, k, v, mask)
-    with watching(fn, _LIBRARY_ATTENTION) as calls:
-        ok, got = attempt(fn, q, k, v, mask)
-    if not ok:
-        return False
-    if calls:
-        return fail(f"You called {calls[0]}: the exercise asks you to add the mask to your own attention "
-                    "(one line before the softmax), not to hand it to a library function.",
-                    f"你调用了 {calls[0]}：本题要求你在自己写的注意力里加上掩码（softmax 之前多一行），"
-                    "而不是把掩码交给库函数。")
-    if not (isinstance(got, tuple) and len(got) == 2):
-        return fail("Return a pair (out, weights).", "请返回一个二元组 (out, weights)。")
-    if not tensor_close(got[1], want_w, "weights", "注意力权重"):
-        if isinstance(got[1], torch.Tensor) and got[1].shape == want_w.shape:
-            w = got[1].detach()
-            if float(w[mask].sum()) < float(w[~mask].sum()):       # most weight where attending is forbidden
-                say("Hint: your weights sit mostly where the mask is False. In this course True means "
-                    "\"may attend\" (as in F.scaled_dot_product_attention); PyTorch's key_padding_mask uses "
-                    "the opposite convention. Fill the scores where ~mask.",
-                    "提示：你的权重大多落在掩码为 False 的地方。本课程中 True 表示“允许关注”"
-                    "（与 F.scaled_dot_product_attention 相同），PyTorch 的 key_padding_mask 正好相反。"
-                    "应在 ~mask 的位置填充分数。")
-            elif (w[~mask] > 1e-6).any():
-                say("Hint: masked keys (mask False) must get weight 0: fill their scores with -inf before the "
-                    "softmax.",
-                    "提示：被遮住的键（mask 为 False）权重必须是 0：在 softmax 之前把它们的分数填成 -inf。")
-        return False
-    if not tensor_close(got[0], want_out, "out", "输出"):
-        return False
-    return passed("Correct: the masked keys get exactly zero weight.", "正确：被遮住的键权重恰好为 0。")
