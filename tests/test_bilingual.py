@@ -87,6 +87,9 @@ def test_demo_cells_metadata_and_comments():
         "    # the two languages need not have as many.",
     ]
     assert _text(zh["cells"][3]).splitlines()[1] == "    # 中英文注释的行数可以不同。"
+    # An inline pair: each notebook keeps the code and its own half of the comment.
+    assert "    y = x + 1  # one more\n" in _text(en["cells"][3]) and "多一个" not in _text(en["cells"][3])
+    assert "    y = x + 1  # 多一个\n" in _text(zh["cells"][3]) and "one more" not in _text(zh["cells"][3])
     assert "        #\n" in _text(en["cells"][3])  # "# en:" without text becomes a bare "#"
     for nb in (en, zh):
         assert "# en:" not in json.dumps(nb, ensure_ascii=False) and "# zh:" not in json.dumps(nb)

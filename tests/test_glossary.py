@@ -59,7 +59,9 @@ def _lines(path: Path) -> list[tuple[str, str]]:
 # "dropout（", the form a lesson introduces the term with (docs/glossary.md, dropout).
 PATTERNS = [(re.compile(r"(?<!交互)控件"), "交互控件", "widget"),
             (re.compile(r"(?<!dropout（)随机失活"), "dropout（随机失活） where a lesson introduces it, else dropout",
-             "dropout")]
+             "dropout"),
+            # head labels: tr("head_n") prints 注意力头 1, so the prose says so too (not 头 1, not 第 1 个头)
+            (re.compile(r"第 \d+ 个头|(?<!注意力)(?<!每个)头 \d"), "注意力头 N", "head")]
 
 
 def rejected_variants_in(path: Path, rejected=REJECTED, patterns=PATTERNS) -> list[str]:
@@ -101,7 +103,7 @@ def test_glossary_lists_rejected_variants_consistently():
                              "dropout": "dropout", "memory (RAM)": "内存"}.items():
         assert terms.get(english) == chinese, english
     assert ("纯编码器", "仅编码器", "encoder-only") in REJECTED
-    for variant in ("小部件", "小工具", "注意模式", "只有解码器", "句子向量", "n 元组"):
+    for variant in ("小部件", "小工具", "注意模式", "只有解码器", "句子向量", "n 元组", "反向 dropout", "probe 模型"):
         assert variant in variants, variant
     # d2l-zh's terms are alternatives students will meet, recorded in the note column, never rejected.
     for d2l in ("层规范化", "暂退法", "强制教学", "掩蔽"):
@@ -120,6 +122,9 @@ def test_checks_name_file_cell_and_preferred_term(tmp_path):
     path.write_text("打开交互控件。拖动控件。\ndropout（随机失活）之后只写 dropout，不写随机失活。\n", encoding="utf-8")
     assert [p.split(" -> ")[0] for p in rejected_variants_in(path)] == [
         "demo_zh.md, line 1: '控件'", "demo_zh.md, line 2: '随机失活'"]
+    path.write_text("第 1 个头看前一个词，头 2 看位置；注意力头 3 和每个头 4 列都可以。\n", encoding="utf-8")
+    assert [p.split(" -> ")[0] for p in rejected_variants_in(path)] == [
+        "demo_zh.md, line 1: '第 1 个头'", "demo_zh.md, line 1: '头 2'"]
     path = tmp_path / "notes_zh.md"
     path.write_text("这里比较了种子课件的公式。\nA random seed is fine; seed_everything(0).\n"
                     "The seed deck's formula\n", encoding="utf-8")

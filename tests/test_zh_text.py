@@ -6,6 +6,8 @@
 3. Line breaks: a newline between two Chinese characters renders as a space in Chromium (the slides' browser), so
    the builder joins such lines in the Chinese notebooks (``build_notebooks.join_cjk_lines``).
 4. Printed tables line up: ``i18n.ljust`` / ``rjust`` pad by display width.
+5. Code comments of the Chinese notebooks have no English words (shapes, names and units are fine): a shared comment
+   that says something in English is written as a pair in the source (``# en: … # zh: …``).
 
 Scanned: the markdown and code of notebooks/zh, README_zh.md, docs/*_zh.md, and the Chinese strings of course_lab.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import build_notebooks as bn
 import pytest
+from test_zh_outputs import _function_names, _keyword_names, _trees, english_words
 
 from course_lab import i18n
 
@@ -127,3 +130,52 @@ def test_no_line_break_between_chinese_characters(path):
             problems += [f"{_rel(path)}, cell {i}, line {n}: {lines[n - 1][-20:]!r} ⏎ {lines[n][:20]!r}"
                          for n in joined]
     assert not problems, "rebuild with tools/build_notebooks.py:\n" + "\n".join(problems)
+
+
+def _comment_identifiers(notebook: dict) -> set[str]:
+    """What a comment may name without being English: the notebook's identifiers (keyword arguments, functions,
+    variables: ``# (…, T_q, block)``) and Python's type names (``# (B, T) bool``)."""
+    import ast
+
+    names = _keyword_names(notebook) | _function_names(notebook) | {"bool", "float", "int", "str"}
+    return names | {node.id for tree in _trees(notebook) for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def english_comments(notebook: dict) -> list[str]:
+    """Comments of a Chinese notebook's code, in code cells and in the solutions' ```python blocks, with an English
+    word in them (names, shapes and units allowed)."""
+    import io
+    import tokenize
+
+    names, found = _comment_identifiers(notebook), []
+    blocks = [(i, "".join(cell["source"])) for i, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "code"]
+    blocks += [(i, code) for i, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "markdown"  # solutions
+               for code in re.findall(r"```python\n(.*?)```", "".join(cell["source"]), re.S)]
+    for i, code in blocks:
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+        except (tokenize.TokenError, SyntaxError):
+            continue
+        found += [f"cell {i}, line {tok.start[0]}: {tok.string!r}" for tok in tokens if tok.type == tokenize.COMMENT
+                  and not CJK.search(tok.string) and english_words(tok.string.lstrip("#"), names, names)]
+    return found
+
+
+@pytest.mark.parametrize("path", ZH_NOTEBOOKS, ids=_rel)
+def test_no_english_comment_in_chinese_code(path):
+    """Shared code comments are language-neutral (shapes, names) or written as a pair: `# en: … # zh: …` at the end
+    of a code line, `# en:` / `# zh:` lines above it (notebooks/source/README.md)."""
+    problems = english_comments(json.loads(path.read_text(encoding="utf-8")))
+    assert not problems, f"{_rel(path)}: English comments (translate them in the source):\n" + "\n".join(problems)
+
+
+def test_the_comment_check_catches_english():
+    def cell(code):
+        return {"cells": [{"cell_type": "code", "source": code, "metadata": {}}]}
+    assert english_comments(cell("x = y @ w  # rows sum to 1\n"))
+    assert english_comments(cell("# block-diag\nz = 1\n"))
+    assert not english_comments(cell("block = 4\nx = y.view(-1, block)  # (n / block, block)\n"
+                                     "m = x > 0  # (B, T) bool\n"))
+    assert not english_comments(cell("x = y @ w  # (B, h, T_q, T_k)，每行之和为 1\n"))
+    solution = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "```python\nx = 1  # no biases\n```"}]}
+    assert english_comments(solution)

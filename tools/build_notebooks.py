@@ -52,6 +52,8 @@ _MARKER = re.compile(r"^%%(\s.*)?$")  # "%% code ..."; IPython cell magics ("%%t
 _SECTION = re.compile(r"^:: (en|zh)\s*$")
 _LANG_COMMENT = re.compile(r"^(?P<indent>[ \t]*)# (?P<lang>en|zh):(?: (?P<text>.*))?$")
 _LOOSE_LANG_COMMENT = re.compile(r"#\s*(en|zh)\s*:")  # to reject near misses such as "#en:" or inline ones
+# A shared code line with a comment in each language at its end: `x = 1  # en: one # zh: 一`.
+_INLINE_PAIR = re.compile(r"^(?P<code>.*\S)(?P<gap>[ \t]+)# en: (?P<en>\S.*?)[ \t]+# zh: (?P<zh>\S.*)$")
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 # No Python version here: it would change with every machine that rebuilds the notebooks.
@@ -169,10 +171,16 @@ def _parse_code(lines: list[str], where: str, first: int) -> tuple[dict[str, str
             run.append((match, number))
             continue
         flush()
+        pair = _INLINE_PAIR.match(line)
+        if pair and not _LOOSE_LANG_COMMENT.search(pair.group("code")) and "#" not in pair.group("zh"):
+            for language in LANGUAGES:
+                out[language].append(f"{pair.group('code')}{pair.group('gap')}# {pair.group(language)}")
+                origin[language].append(number)
+            continue
         if _LOOSE_LANG_COMMENT.search(line):
             raise SourceFormatError(
                 f"{where}: {line.strip()!r}: language comments must be whole lines written exactly "
-                f"`# en: text` / `# zh: text`"
+                f"`# en: text` / `# zh: text`, or a pair at the end of a code line: `code  # en: text # zh: 文本`"
             )
         if _SECTION.match(line):
             raise SourceFormatError(

@@ -162,7 +162,8 @@ def environment_report() -> dict:
         "ipywidgets": ipywidgets.__version__,
         "device": device.type,
         "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
-                        else f"{platform.machine()}, {os.cpu_count()} CPU cores"),
+                        else i18n.pick({"en": f"{platform.machine()}, {os.cpu_count()} CPU cores",
+                                        "zh": f"{platform.machine()}，{os.cpu_count()} 个 CPU 核心"})),
         "language": i18n.current_language(),
         "cjk_font": font["font"],
         "cjk_font_ok": font["draws_chinese"],

@@ -209,7 +209,7 @@ def plot_predictions(sentences: Sequence[str], probs: torch.Tensor, lang=None):
     ax.set_xlim(0, 1)
     neg, posname = label_names(code)
     ax.set_xlabel(i18n.pick({"en": f"P({posname}): left = {neg}, right = {posname}",
-                             "zh": f"P（{posname}）：左边 = {neg}，右边 = {posname}"}, code))
+                             "zh": f"P({posname})：左边 = {neg}，右边 = {posname}"}, code))
     return fig
 
 

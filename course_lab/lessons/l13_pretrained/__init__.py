@@ -181,13 +181,16 @@ def plot_similarity(sim, labels, lang=None, title=None):
 def load_sst2_subsets(n_train: int, seed: int = 0, download: bool = True):
     """``(train_rows, dev_rows, descriptions)``: ``n_train`` random SST-2 training phrases and the whole dev set
     (872) as ``(sentence, label)`` pairs, via ``course_utils.data.load_sst2`` (which falls back to a tiny bundled
-    sample, with a warning, when the data is missing), and the loaders' one-line descriptions."""
+    sample, with a warning, when the data is missing), and the loaders' one-line descriptions in the notebook's
+    language (:func:`course_lab.data_text.describe`)."""
     from course_utils.data import load_sst2
+
+    from ...data_text import describe
 
     train, dev = load_sst2("train", download=download), load_sst2("dev", download=download)
     rows = list(train)
     sub = random.Random(seed).sample(rows, min(n_train, len(rows)))
-    return sub, list(dev), (train.describe(), dev.describe())
+    return sub, list(dev), (describe(train), describe(dev))
 
 
 def bag_of_words(tokenizer, train_texts, other_texts):
