@@ -10,8 +10,13 @@ import torch.nn.functional as F
 from exercise_answer import Answer
 
 
-def _one_hot_lookup(ids, E):
-    return F.one_hot(ids, E.shape[0]).to(E.dtype) @ E
+def _one_hot_costs(n_tokens, vocab_size, d_model):
+    return n_tokens * vocab_size * d_model, 4 * n_tokens * vocab_size
+
+
+def _one_hot_costs_measured(n_tokens, vocab_size, d_model):       # builds the matrix to measure it
+    one_hot = F.one_hot(torch.zeros(n_tokens, dtype=torch.long), vocab_size).float()
+    return n_tokens * vocab_size * d_model, one_hot.numel() * one_hot.element_size()
 
 
 def _embedding_grad(ids, grad_out, vocab_size):
@@ -32,9 +37,13 @@ def _embedding_grad_by_autograd(ids, grad_out, vocab_size):
 
 
 L01 = [
-    Answer("check_one_hot_lookup", _one_hot_lookup,
-           wrong=lambda ids, E: F.one_hot(ids).to(E.dtype) @ E,     # width max(ids) + 1, not |V|
-           shortcut=lambda ids, E: E[ids], says="looks rows of E up"),
+    Answer("check_one_hot_costs", _one_hot_costs,
+           wrong=lambda n, v, d: (v * d, 4 * n * v),                # one token's cost
+           shortcut=_one_hot_costs_measured, says="built the one-hot matrix",
+           also=((lambda n, v, d: (n * d, 4 * n * v), "what the lookup copies"),
+                 (lambda n, v, d: (n * v * d, 8 * n * v), "int64"),
+                 (lambda n, v, d: (n * v * d, n * v), "counts the entries"),
+                 (lambda n, v, d: (n * v * d, 4 * v * d), "size of E itself"))),
     Answer("check_embedding_grad", _embedding_grad, wrong=_embedding_grad_overwriting,
            shortcut=_embedding_grad_by_autograd, says="asked autograd"),
     Answer("check_balanced_std", lambda d: 1 / math.sqrt(2 * d), wrong=lambda d: d ** -0.5,   # the paper's std

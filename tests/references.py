@@ -16,9 +16,9 @@ UNK = "[UNK]"
 
 
 # --- lesson 01 ------------------------------------------------------------------------------------------------
-def one_hot_lookup(ids: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-    """Exercise 1: one-hot rows (…, |V|) times E (|V|, d) = the rows E[ids]."""
-    return F.one_hot(ids, E.shape[0]).to(E.dtype) @ E
+def one_hot_costs(n_tokens: int, vocab_size: int, d_model: int) -> tuple[int, int]:
+    """Exercise 1: one_hot (n, |V|) @ E (|V|, d) costs n·|V|·d multiply-adds; the float32 matrix 4·n·|V| bytes."""
+    return n_tokens * vocab_size * d_model, 4 * n_tokens * vocab_size
 
 
 def embedding_grad(ids: torch.Tensor, grad_out: torch.Tensor, vocab_size: int) -> torch.Tensor:

@@ -65,29 +65,18 @@ def test_norm_widget_in_chinese():
     assert re.search("[\u4e00-\u9fff]", w.controls["scheme"].options[0][0])
 
 
-def test_check_one_hot_lookup(capsys):
-    assert l01.check_one_hot_lookup(references.one_hot_lookup)
-    assert l01.check_one_hot_lookup(lambda ids, E: torch.einsum("...v,vc->...c",
-                                                                 F.one_hot(ids, E.shape[0]).to(E.dtype), E))
-    assert l01.check_one_hot_lookup(lambda ids, E: (F.one_hot(ids, E.shape[0]).to(E.dtype)[..., None]
-                                                    * E[None]).sum(-2))          # E[None] adds an axis: allowed
-    capsys.readouterr()
-    assert not l01.check_one_hot_lookup(lambda ids, E: E[ids] * 2)
-    assert not l01.check_one_hot_lookup(lambda ids, E: F.one_hot(ids) @ E)      # int @ float
-    assert not l01.check_one_hot_lookup(_raises)
-    capsys.readouterr()
-    lookups = {"E[...]": lambda ids, E: E[ids],
-               "E[...] ": lambda ids, E: torch.stack([E.clone()[i] for i in ids.flatten().tolist()])
-               .reshape(*ids.shape, -1),
-               "index_select": lambda ids, E: E.index_select(0, ids.flatten()).reshape(*ids.shape, -1),
-               "F.embedding": lambda ids, E: F.embedding(ids, E),
-               "nn.Embedding": lambda ids, E: torch.nn.Embedding.from_pretrained(E)(ids),
-               "unbind": lambda ids, E: torch.stack([list(E)[i] for i in ids.flatten().tolist()])
-               .reshape(*ids.shape, -1)}
-    for name, shortcut in lookups.items():
-        assert not l01.check_one_hot_lookup(shortcut)
-        out = capsys.readouterr().out
-        assert "looks rows of E up" in out and name.strip() in out, out
+def test_check_one_hot_costs(capsys):
+    assert l01.check_one_hot_costs(references.one_hot_costs)
+    assert l01.check_one_hot_costs(lambda n, v, d: [float(n * v * d), float(n * v * 4)])   # floats, a list: fine
+    out = capsys.readouterr().out
+    assert "1.65 GB" in out and "10.7 times E itself" in out, out
+    assert not l01.check_one_hot_costs(lambda n, v, d: (4 * n * v, n * v * d))            # swapped
+    assert not l01.check_one_hot_costs(lambda n, v, d: n * v * d)
+    assert "Return a pair" in capsys.readouterr().out
+    assert not l01.check_one_hot_costs(_raises)
+    assert not l01.check_one_hot_costs(lambda n, v, d: (n * v * d, 8 * n * v), lang="zh")
+    out = capsys.readouterr().out
+    assert "int64" in out and "字节数" in out, out
 
 
 def _embedding_grad_by_autograd(ids, grad_out, vocab_size):

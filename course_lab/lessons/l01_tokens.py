@@ -29,7 +29,6 @@ from ..exercises import (
     report,
     run_check,
     say,
-    tensor_close,
     tensor_problem,
     watching,
 )
@@ -138,75 +137,74 @@ def build_norm_widget(lang: str | None = None):
 # --- exercises ----------------------------------------------------------------------------------------------
 
 
-def _embedding_cases():
-    g = fresh_generator()
-    E = torch.randn(7, 4, generator=g)
-    return [(torch.tensor([3, 0, 6]), E), (torch.tensor([[1, 1, 2], [5, 4, 0]]), E),
-            (torch.tensor([2]), torch.randn(3, 6, generator=g))]
+def _one_hot_costs(n_tokens: int, vocab_size: int, d_model: int) -> tuple[int, int]:
+    """The check's reference: multiply-adds of ``one_hot @ E`` for ``n_tokens`` tokens (each output entry is a dot
+    product of length |V|) and bytes of the float32 one-hot matrix ``(n_tokens, |V|)``."""
+    return n_tokens * vocab_size * d_model, 4 * n_tokens * vocab_size
 
 
-# What "looking rows up" can be written as: indexing, and the functions that index for you.
-_ROW_LOOKUPS = {
-    torch.Tensor.__getitem__: "E[...]", torch.Tensor.index_select: "index_select", torch.index_select: "index_select",
-    torch.nn.functional.embedding: "F.embedding / nn.Embedding", torch.embedding: "torch.embedding",
-    torch.Tensor.gather: "gather", torch.gather: "gather", torch.Tensor.take: "take", torch.take: "take",
-    torch.Tensor.take_along_dim: "take_along_dim", torch.take_along_dim: "take_along_dim",
-    torch.Tensor.select: "select", torch.select: "select", torch.Tensor.narrow: "narrow", torch.narrow: "narrow",
-    torch.Tensor.unbind: "unbind / iterating over E", torch.unbind: "unbind", torch.Tensor.split: "split",
-    torch.Tensor.chunk: "chunk", torch.Tensor.tolist: "tolist", torch.Tensor.numpy: "numpy",
-}
-_lookups_seen: list[str] = []
-
-
-def _picks_rows(func, args) -> bool:
-    """A lookup of rows: any of :data:`_ROW_LOOKUPS`, except indexing that only adds axes or slices (E[None])."""
-    if func is not torch.Tensor.__getitem__:
-        return func in _ROW_LOOKUPS
-    index = args[1] if isinstance(args[1], tuple) else (args[1],)
-    return any(not (i is None or i is Ellipsis or isinstance(i, slice)) for i in index)
-
-
-class _UnindexedMatrix(torch.Tensor):
-    """E as exercise 1 hands it to the student: an ordinary tensor that notes every row lookup done on it (or on
-    a copy of it: the results of its operations are of this class too)."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        if _picks_rows(func, args):
-            _lookups_seen.append(_ROW_LOOKUPS[func])
-        return super().__torch_function__(func, types, args, kwargs or {})
-
-
-def _plain(x):
-    return x.as_subclass(torch.Tensor) if isinstance(x, _UnindexedMatrix) else x
+def _pair(got) -> tuple | None:
+    if isinstance(got, (tuple, list)) and len(got) == 2:
+        return tuple(got)
+    return None
 
 
 @never_raises
-def check_one_hot_lookup(fn: Callable, lang: str | None = None) -> bool:
-    """Exercise 1: ``one_hot_lookup(ids, E)`` equals ``E[ids]`` for 1-D and 2-D ids, without looking rows up.
-
-    E is handed over as :class:`_UnindexedMatrix`, which records indexing, ``index_select``, ``F.embedding``
-    (and ``nn.Embedding``), ``gather`` and the like: the exercise is the product with one-hot vectors.
-    """
-    for ids, E in _embedding_cases():
-        _lookups_seen.clear()
-        ok, got = attempt(fn, ids.clone(), E.clone().as_subclass(_UnindexedMatrix))
-        used = sorted(set(_lookups_seen))
-        _lookups_seen.clear()
+def check_one_hot_costs(fn: Callable, lang: str | None = None) -> bool:
+    """Exercise 1: ``one_hot_costs(n_tokens, vocab_size, d_model) -> (multiply_adds, bytes)`` of computing the
+    embeddings as ``F.one_hot(ids, |V|).float() @ E``, counted from the shapes: several drawn sizes, and the
+    typical miscounts (the lookup's cost, one token's, E's size, int64 or element counts) named."""
+    g = fresh_generator()
+    drawn = [(fresh_int(1, 5000, g), fresh_int(2, 60_000, g), fresh_int(1, 2049, g)) for _ in range(3)]
+    sizes = [(3, 7, 4), *drawn, (8 * 1024, 50_257, 768)]
+    with watching(fn, [(torch.nn.functional, "one_hot")]) as calls:
+        ok, got = attempt(fn, *sizes[0])
+    if not ok:
+        return False
+    if calls:
+        return fail("You built the one-hot matrix to measure it. Count from the shapes instead: at GPT-2's size "
+                    "the matrix alone takes gigabytes.",
+                    "你构造了独热矩阵再去测量。请直接由形状来数：在 GPT-2 的规模下，光这个矩阵就要占好几 GB。", lang)
+    for n, V, d in sizes:
+        ok, got = attempt(fn, n, V, d)
         if not ok:
             return False
-        if used:
-            return fail(f"Your function looks rows of E up ({', '.join(used)}): that is the lookup this exercise "
-                        "rewrites. Build one-hot vectors with F.one_hot(ids, E.shape[0]) and multiply them by E: "
-                        "the product selects the same rows, which shows that an embedding is a linear layer.",
-                        f"你的函数直接按行取出了 E 的内容（{'、'.join(used)}）：这正是本题要改写的查表操作。请用 "
-                        "F.one_hot(ids, E.shape[0]) 构造独热向量，再乘以 E：乘积选出的是同样的行，这说明嵌入层就是"
-                        "一个线性层。", lang)
-        if not tensor_close(_plain(got), E[ids], f"for ids of shape {tuple(ids.shape)}",
-                            f"ids 形状为 {tuple(ids.shape)} 时", atol=1e-5, rtol=1e-5):
-            return False
-    return passed("Correct: one-hot rows times E select exactly the rows E[ids].",
-                  "正确：独热行向量乘以 E，恰好选出 E[ids] 这些行。", lang)
+        pair, (macs, size) = _pair(got), _one_hot_costs(n, V, d)
+        if pair is None:
+            return fail("Return a pair (multiply_adds, bytes).", "请返回一个二元组 (multiply_adds, bytes)。", lang)
+        if number_problem(pair[0], macs, rel=1e-9) is not None:
+            value = pair[0]
+            if number_problem(value, n * d) is None:
+                return fail("n_tokens × d_model is what the lookup copies. The product computes every output entry "
+                            "as a dot product over all |V| entries of the one-hot row, zeros included.",
+                            "n_tokens × d_model 是查表要复制的数的个数。矩阵乘法的每个输出元素都是独热行全部 |V| 个"
+                            "元素（包括那些 0）参与的点积。", lang)
+            if number_problem(value, V * d) is None:
+                return fail("|V| × d_model is the cost of one token: the batch has n_tokens of them.",
+                            "|V| × d_model 只是一个词元的代价：这一批有 n_tokens 个词元。", lang)
+            return report(number_problem(value, macs, rel=1e-9), f"multiply-adds for ({n}, {V}, {d})",
+                          f"({n}, {V}, {d}) 的乘加次数", lang)
+        if number_problem(pair[1], size, rel=1e-9) is not None:
+            value = pair[1]
+            for wrong, en, zh in ((n * V, "that counts the entries: each float32 takes 4 bytes",
+                                   "这数的是元素个数：每个 float32 占 4 字节"),
+                                  (8 * n * V, "8 bytes is F.one_hot's int64; the product needs the float32 copy",
+                                   "8 字节是 F.one_hot 返回的 int64；做乘法用的是转换成 float32 后的副本"),
+                                  (4 * V * d, "that is the size of E itself, not of the one-hot matrix (n_tokens, |V|)",
+                                   "这是 E 本身的大小，不是独热矩阵 (n_tokens, |V|) 的大小")):
+                if number_problem(value, wrong) is None:
+                    return fail(f"Bytes: {en}.", f"字节数：{zh}。", lang)
+            return report(number_problem(value, size, rel=1e-9), f"bytes for ({n}, {V}, {d})",
+                          f"({n}, {V}, {d}) 的字节数", lang)
+    n, V, d = sizes[-1]
+    macs, size = _one_hot_costs(n, V, d)
+    return passed(f"Correct. GPT-2, one batch of {n:,} tokens: {macs:.3g} multiply-adds, {V:,} times the "
+                  f"{n * d:,} numbers the lookup copies, and all but 1 in {V:,} of them multiply by 0; the one-hot "
+                  f"matrix takes {size / 1e9:.2f} GB, {n / d:.1f} times E itself ({4 * V * d / 1e6:.0f} MB), "
+                  "because the batch has more tokens than E has columns.",
+                  f"正确。GPT-2 的一个批次有 {n:,} 个词元：{macs:.3g} 次乘加，是查表要复制的 {n * d:,} 个数的 "
+                  f"{V:,} 倍，而且每 {V:,} 次里只有 1 次不是乘以 0；独热矩阵占 {size / 1e9:.2f} GB，是 E 本身"
+                  f"（{4 * V * d / 1e6:.0f} MB）的 {n / d:.1f} 倍，因为这一批的词元数比 E 的列数还多。", lang)
 
 
 _AUTOGRAD = [(torch.autograd, "backward"), (torch.autograd, "grad"), (torch.func, "grad"), (torch.func, "vjp")]
