@@ -31,6 +31,17 @@ def _masked_inverted(q, k, v, mask):               # PyTorch's key_padding_mask 
     return _masked(q, k, v, ~mask | ~mask.any(-1, keepdim=True))
 
 
+def _softmax_then_zero(q, k, v, mask):           # the planted bug itself
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1).masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+def _masked_with_zero(q, k, v, mask):            # a masked score of 0 still gets exp(0) = 1
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def _jacobian_by_rows(a):                          # a comprehension over the rows: a loop
     rows = a.reshape(-1, a.shape[-1])
     return torch.stack([torch.diag(r) - torch.outer(r, r) for r in rows]).reshape(*a.shape, a.shape[-1])
@@ -44,9 +55,11 @@ L03 = [
            wrong=lambda d, vq, vk: 1 / (math.sqrt(d) * vq * vk),             # variances instead of std
            shortcut=lambda d, vq, vk: 1 / math.sqrt(d), says="assumes unit-variance",
            also=((lambda d, vq, vk: str(1 / math.sqrt(d * vq * vk)), "expected a number"),)),
-    Answer("check_masked_attention", _masked, wrong=_masked_inverted,
+    Answer("check_masked_attention_fix", _masked, wrong=_softmax_then_zero,
            shortcut=lambda q, k, v, mask: course_utils.attention_with_weights(q, k, v, mask),
-           says="attention_with_weights"),
+           says="attention_with_weights",
+           also=((_masked_with_zero, "exp(0) = 1"), (_masked_inverted, "may attend"),
+                 (lambda q, k, v, mask: _softmax_then_zero(q, k, v, mask)[::-1], "weights"))),
 ]
 
 ANSWERS = {"l03_attention": L03}

@@ -79,12 +79,29 @@ def test_unit_scale_check_measures_and_hints(capsys):
     assert "✗" in capsys.readouterr().out
 
 
-def test_masked_attention_hints_and_library_calls(capsys):
-    assert l03.check_masked_attention(ignores_mask) is False
+def softmax_then_zero(q, k, v, mask):            # the planted bug, left as it is
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1).masked_fill(~mask, 0.0)
+    return w @ v, w
+
+
+def renormalised(q, k, v, mask):                 # another correct fix: zero after the softmax, then renormalise
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) * mask
+    w = w / w.sum(-1, keepdim=True)
+    return w @ v, w
+
+
+def test_masked_attention_fix_hints_and_library_calls(capsys):
+    assert l03.check_masked_attention_fix(good_masked) is True
+    assert l03.check_masked_attention_fix(renormalised) is True
+    out = capsys.readouterr().out
+    assert "[0.23, 0.09, 0.05, 0.00] (sum 0.37)" in out and "[0.63, 0.23, 0.14, 0.00]" in out, out
+    assert l03.check_masked_attention_fix(softmax_then_zero) is False
+    assert "planted bug" in capsys.readouterr().out
+    assert l03.check_masked_attention_fix(ignores_mask) is False
     assert "-inf" in capsys.readouterr().out
-    assert l03.check_masked_attention(inverted_mask) is False
+    assert l03.check_masked_attention_fix(inverted_mask) is False
     assert "may attend" in capsys.readouterr().out
-    assert l03.check_masked_attention(sdpa_masked) is False
+    assert l03.check_masked_attention_fix(sdpa_masked) is False
     assert "scaled_dot_product_attention" in capsys.readouterr().out
     assert F.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"   # restored after the check
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ... import i18n, viz
-from .checks import check_masked_attention as check_masked_attention
+from .checks import check_masked_attention_fix as check_masked_attention_fix
 from .checks import check_softmax_jacobian as check_softmax_jacobian
 from .checks import check_unit_scale as check_unit_scale
 

@@ -125,40 +125,92 @@ _LIBRARY_ATTENTION = ((course_utils.attention, "attention_with_weights"), (cours
                       (torch.nn.functional, "scaled_dot_product_attention"))
 
 
+def _softmax_then_zero(q, k, v, mask):
+    """The planted bug of exercise 3: the mask applied to the weights after the softmax."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+def _redraw_hidden(k, v, mask, g):
+    """``k``, ``v`` with the keys and values that no query may see redrawn (larger keys: larger scores)."""
+    hidden = ~mask.any(-2, keepdim=True).transpose(-2, -1)            # (…, T_k, 1)
+    return (torch.where(hidden, 3 * torch.randn(k.shape, generator=g), k),
+            torch.where(hidden, torch.randn(v.shape, generator=g), v))
+
+
+def _moved_by_masked_keys(fn, q, k, v, mask, g) -> float:
+    """How far ``fn``'s output moves when only the keys and values that every query masks are redrawn."""
+    k2, v2 = _redraw_hidden(k, v, mask, g)
+    return float((fn(q, k2, v2, mask)[0] - fn(q, k, v, mask)[0]).abs().max())
+
+
 @never_raises
-def check_masked_attention(fn) -> bool:
-    """Exercise 3: ``fn(q, k, v, mask)`` (mask True = may attend) must return ``(out, weights)``."""
-    q, k, v = _qkv(fresh_int(0, 2**31, fresh_generator()), (2, 5, 4), t_k=6)   # fresh values each run
-    mask = torch.ones(2, 5, 6, dtype=torch.bool)
-    mask[0, :, 4:] = False                  # the last two keys of the first sequence are padding
-    mask[1] = torch.tril(torch.ones(5, 6, dtype=torch.bool), diagonal=1)
+def check_masked_attention_fix(fn) -> bool:
+    """Exercise 3: the fixed ``masked_attention(q, k, v, mask)`` (mask True = may attend) returns ``(out, weights)``
+    equal to masked attention on drawn inputs (padding in one sequence, a causal band in the other). The planted
+    bug (zeroing the weights after the softmax), the mask filled with 0, the inverted mask and the library's
+    masked attention are named."""
+    g = fresh_generator()
+    t_q, t_k = fresh_int(3, 7, g), fresh_int(5, 9, g)
+    q, k, v = _qkv(fresh_int(0, 2**31, g), (2, t_q, 4), t_k=t_k)
+    mask = torch.ones(2, t_q, t_k, dtype=torch.bool)
+    mask[0, :, t_k - 2:] = False            # the last two keys of the first sequence are padding
+    mask[1] = torch.tril(torch.ones(t_q, t_k, dtype=torch.bool), diagonal=1)
     want_out, want_w = attention_with_weights(q, k, v, mask)
     with watching(fn, _LIBRARY_ATTENTION) as calls:
         ok, got = attempt(fn, q, k, v, mask)
     if not ok:
         return False
     if calls:
-        return fail(f"You called {calls[0]}: the exercise asks you to add the mask to your own attention "
-                    "(one line before the softmax), not to hand it to a library function.",
-                    f"你调用了 {calls[0]}：本题要求你在自己写的注意力里加上掩码（softmax 之前多一行），"
-                    "而不是把掩码交给库函数。")
+        return fail(f"You called {calls[0]}: the exercise is to find and fix the bug in the function, not to hand "
+                    "the mask to a library function.",
+                    f"你调用了 {calls[0]}：本题要你找出并修好函数里的错误，而不是把掩码交给库函数。")
     if not (isinstance(got, tuple) and len(got) == 2):
         return fail("Return a pair (out, weights).", "请返回一个二元组 (out, weights)。")
     if not tensor_close(got[1], want_w, "weights", "注意力权重"):
-        if isinstance(got[1], torch.Tensor) and got[1].shape == want_w.shape:
-            w = got[1].detach()
-            if float(w[mask].sum()) < float(w[~mask].sum()):       # most weight where attending is forbidden
-                say("Hint: your weights sit mostly where the mask is False. In this course True means "
-                    "\"may attend\" (as in F.scaled_dot_product_attention); PyTorch's key_padding_mask uses "
-                    "the opposite convention. Fill the scores where ~mask.",
-                    "提示：你的权重大多落在掩码为 False 的地方。本课程中 True 表示“允许关注”"
-                    "（与 F.scaled_dot_product_attention 相同），PyTorch 的 key_padding_mask 正好相反。"
-                    "应在 ~mask 的位置填充分数。")
-            elif (w[~mask] > 1e-6).any():
-                say("Hint: masked keys (mask False) must get weight 0: fill their scores with -inf before the "
-                    "softmax.",
-                    "提示：被遮住的键（mask 为 False）权重必须是 0：在 softmax 之前把它们的分数填成 -inf。")
+        if not (isinstance(got[1], torch.Tensor) and got[1].shape == want_w.shape):
+            return False
+        w = got[1].detach().float().nan_to_num(0.0)        # a row with no key left is NaN
+        if torch.allclose(w, _softmax_then_zero(q, k, v, mask)[1], atol=1e-5):
+            moved = _moved_by_masked_keys(_softmax_then_zero, q, k, v, mask, g)
+            say("This is still the planted bug: the mask is applied after the softmax. The masked keys get weight "
+                "0, but they have already taken their share of the softmax's denominator: the rows no longer sum "
+                f"to 1, and redrawing only the masked keys moved the output by {moved:.3f}. Mask the scores, "
+                "before the softmax.",
+                "这仍然是埋下的那个错误：掩码是在 softmax 之后才施加的。被遮住的键权重虽然是 0，但它们已经在 "
+                f"softmax 的分母里分走了一份：每行之和不再是 1，只重新抽取被遮住的键，输出就变了 {moved:.3f}。"
+                "应该在 softmax 之前遮住分数。")
+        elif float(w[mask].sum()) < float(w[~mask].sum()):        # most weight where attending is forbidden
+            say("Hint: your weights sit mostly where the mask is False. In this course True means "
+                "\"may attend\" (as in F.scaled_dot_product_attention); PyTorch's key_padding_mask uses "
+                "the opposite convention. Fill the scores where ~mask.",
+                "提示：你的权重大多落在掩码为 False 的地方。本课程中 True 表示“允许关注”"
+                "（与 F.scaled_dot_product_attention 相同），PyTorch 的 key_padding_mask 正好相反。"
+                "应在 ~mask 的位置填充分数。")
+        elif (w[~mask] > 1e-6).any():
+            say("Hint: masked keys (mask False) must get weight 0. A score of 0 is not \"no attention\": "
+                "exp(0) = 1. Fill their scores with -inf before the softmax.",
+                "提示：被遮住的键（mask 为 False）权重必须是 0。分数为 0 并不等于“不关注”：exp(0) = 1。"
+                "应在 softmax 之前把它们的分数填成 -inf。")
         return False
     if not tensor_close(got[0], want_out, "out", "输出"):
         return False
-    return passed("Correct: the masked keys get exactly zero weight.", "正确：被遮住的键权重恰好为 0。")
+    k2, v2 = _redraw_hidden(k, v, mask, g)
+    ok, again = attempt(fn, q, k2, v2, mask)
+    if not ok:
+        return False
+    if not (isinstance(again, tuple) and len(again) == 2) or not tensor_close(
+            again[0], want_out, "out after redrawing only the masked keys", "只重新抽取被遮住的键之后的输出"):
+        return False
+    one = torch.tensor([[[1.0]]]), torch.tensor([[[2.0], [1.0], [0.5], [3.0]]]), torch.eye(4)[None]
+    row_mask = torch.tensor([[[True, True, True, False]]])
+    buggy = _softmax_then_zero(*one, row_mask)[1][0, 0]
+    fixed = attention_with_weights(*one, row_mask)[1][0, 0]
+    shown = ", ".join(f"{x:.2f}" for x in buggy.tolist()), ", ".join(f"{x:.2f}" for x in fixed.tolist())
+    return passed(f"Correct. Scores [2, 1, 0.5, 3] with the last key masked: the buggy version gives [{shown[0]}] "
+                  f"(sum {float(buggy.sum()):.2f}), yours [{shown[1]}] (sum 1.00); and the masked keys no longer "
+                  "change the output.",
+                  f"正确。分数为 [2, 1, 0.5, 3]、最后一个键被遮住时，有错误的版本给出 [{shown[0]}]"
+                  f"（和为 {float(buggy.sum()):.2f}），你的版本给出 [{shown[1]}]（和为 1.00）；"
+                  "被遮住的键也不再影响输出。")
