@@ -4,11 +4,11 @@ exercise_answer.py for ``Answer``)."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from exercise_answer import Answer
-
-import course_utils
 
 
 def _layer_norm_2d(x, gamma, beta, eps):
@@ -34,10 +34,26 @@ def _dropout_without_rescaling(x, p, training):
     return x * (torch.rand_like(x) >= p) if training else x
 
 
-def _library_residual(x, sublayer, norm, dropout):
-    residual = course_utils.layers.Residual(x.shape[-1], norm_first=True).to(x.dtype)
-    residual.norm, residual.dropout = norm, dropout
-    return residual(x, sublayer)
+def _stream_norm(norm0, a, d, n_layers, norm_first):
+    if norm_first:
+        return norm0 + n_layers * a * math.sqrt(d)                      # a·LN(x) has norm a·√d and points along x
+    return math.sqrt(d)                                                 # LN's output: d features of variance 1
+
+
+def _stream_norm_unit_ln(norm0, a, d, n_layers, norm_first):             # LN's output taken to have norm 1
+    return norm0 + n_layers * a if norm_first else 1.0
+
+
+def _stream_norm_pythagoras(norm0, a, d, n_layers, norm_first):          # each layer added in a random direction
+    return math.sqrt(norm0**2 + n_layers * a * a * d) if norm_first else math.sqrt(d)
+
+
+def _stream_norm_exponential(norm0, a, d, n_layers, norm_first):         # the sublayer applied to x, not LN(x)
+    return norm0 * (1 + a) ** n_layers if norm_first else math.sqrt(d)
+
+
+def _stream_norm_post_keeps_input(norm0, a, d, n_layers, norm_first):    # post-norm thought to keep |x_0|
+    return _stream_norm(norm0, a, d, n_layers, True) if norm_first else norm0
 
 
 L06 = [
@@ -51,9 +67,10 @@ L06 = [
                   "batch_norm"))),
     Answer("check_dropout", _dropout, wrong=_dropout_without_rescaling,
            shortcut=lambda x, p, training: F.dropout(x, p, training), says="calls the library"),
-    Answer("check_pre_norm", lambda x, sublayer, norm, dropout: x + dropout(sublayer(norm(x))),
-           wrong=lambda x, sublayer, norm, dropout: norm(x + dropout(sublayer(x))),
-           shortcut=_library_residual, says="library's Residual"),
+    Answer("check_stream_norm", _stream_norm, wrong=_stream_norm_unit_ln,
+           shortcut=_stream_norm_pythagoras, says="random direction",
+           also=((_stream_norm_exponential, "applied to x itself"), (_stream_norm_post_keeps_input, "norm is fixed"),
+                 (lambda norm0, a, d, n_layers, norm_first: _stream_norm(norm0, a, d, n_layers, True), "expected"))),
 ]
 
 ANSWERS = {"l06_ffn_norm": L06}

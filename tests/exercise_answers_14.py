@@ -15,18 +15,22 @@ def _self_flops(b, t_q, t_k, d):
     return 8 * b * t_q * d**2 + 4 * b * t_q**2 * d
 
 
-def _merge(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
+def _still_right(s, block):                       # the row's maximum is in the first block: m never moves
+    return s[:, :block].amax(-1) == s.amax(-1)
 
 
-def _merge_without_rescaling(m1, l1, m2, l2):
-    return torch.maximum(m1, m2), l1 + l2
+def _still_right_strict(s, block):                # a later block that only ties the maximum counted as a change
+    rest = torch.cat([s[:, block:], torch.full((s.shape[0], 1), float("-inf"), dtype=s.dtype)], -1)
+    return s[:, :block].amax(-1) > rest.amax(-1)
 
 
-def _merge_through_exp_of_maxima(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, (l1 * torch.exp(m1) + l2 * torch.exp(m2)) / torch.exp(m)
+def _still_right_first_position(s, block):        # the first *score*, not the first block, is the maximum
+    return s.argmax(-1) == 0
+
+
+def _still_right_last_block(s, block):            # "the last block fixes it"
+    start = (s.shape[-1] - 1) // block * block
+    return s[:, start:].amax(-1) == s.amax(-1)
 
 
 L14 = [
@@ -37,8 +41,12 @@ L14 = [
            wrong=lambda L, B, T, h, kv, dh, n: L * B * T * kv * dh * n,                   # keys only
            shortcut=lambda L, B, T, h, kv, dh, n: 2 * L * B * T * h * dh * n,             # the multi-head cache
            says="multi-head cache"),
-    Answer("check_merge_softmax_stats", _merge, wrong=_merge_without_rescaling,
-           shortcut=_merge_through_exp_of_maxima, says="never take exp of a maximum"),
+    Answer("check_tiling_bug", _still_right, wrong=_still_right_first_position,
+           shortcut=_still_right_strict, says="only ties the maximum",
+           also=((_still_right_last_block, "Row ("),
+                 (lambda s, block: torch.zeros(s.shape[0], dtype=torch.bool), "right"),
+                 (lambda s, block: torch.ones(s.shape[0], dtype=torch.bool), "you said the opposite"),
+                 (lambda s, block: _still_right(s, block).int(), "torch.bool"))),
 ]
 
 ANSWERS = {"l14_fast": L14}

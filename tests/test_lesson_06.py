@@ -11,7 +11,6 @@ from torch import nn
 
 from course_lab import i18n
 from course_lab.lessons import l06_ffn_norm as l06
-from course_utils.layers import Residual
 
 
 @pytest.fixture(scope="module")
@@ -170,29 +169,20 @@ def test_check_dropout(capsys):
     assert torch.equal(state, torch.random.get_rng_state())
 
 
-def test_check_pre_norm(capsys):
-    assert l06.check_pre_norm(lambda x, sub, norm, drop: x + drop(sub(norm(x)))) is True
-    capsys.readouterr()
-    assert l06.check_pre_norm(lambda x, sub, norm, drop: norm(x + drop(sub(x)))) is False
-    assert "post-norm" in capsys.readouterr().out
-    assert l06.check_pre_norm(lambda x, sub, norm, drop: drop(x + sub(norm(x)))) is False
-    assert "residual path" in capsys.readouterr().out
-    assert l06.check_pre_norm(lambda x, sub, norm, drop: x + sub(norm(x))) is False
-    assert "No dropout" in capsys.readouterr().out
-    assert l06.check_pre_norm(lambda x, sub, norm, drop: norm(x) + drop(sub(norm(x)))) is False
-    assert l06.check_pre_norm(lambda x, sub, norm, drop: drop(sub(norm(x)))) is False
-    capsys.readouterr()
-    residual = Residual(12, dropout=0.25, norm_first=True).double()
+def test_check_stream_norm(capsys):
+    def derived(norm0, a, d, n_layers, norm_first):
+        return norm0 + n_layers * a * math.sqrt(d) if norm_first else math.sqrt(d)
 
-    def library(x, sub, norm, drop):
-        residual.norm, residual.dropout = norm, drop
-        return residual(x, sub)
-
-    assert l06.check_pre_norm(library) is False
-    assert "library's Residual" in capsys.readouterr().out
-    assert Residual.forward.__name__ == "forward"
     state = torch.random.get_rng_state()
-    assert l06.check_pre_norm(lambda x, sub, norm, drop: x + drop(sub(norm(x)))) is True
+    assert l06.check_stream_norm(derived) is True
     assert torch.equal(state, torch.random.get_rng_state())         # the check leaves the global RNG alone
-    assert l06.check_pre_norm(_not_implemented) is False
+    assert "final LayerNorm" in capsys.readouterr().out
+    assert l06.check_stream_norm(lambda n0, a, d, n, first: n0 + n * a if first else math.sqrt(d)) is False
+    assert "not 1" in capsys.readouterr().out
+    assert l06.check_stream_norm(lambda n0, a, d, n, first: n0 * (1 + a) ** n if first else math.sqrt(d)) is False
+    assert "applied to x itself" in capsys.readouterr().out
+    assert l06.check_stream_norm(lambda n0, a, d, n, first: derived(n0, a, d, n, True) if first else n0) is False
+    assert "norm is fixed" in capsys.readouterr().out
+    assert l06.check_stream_norm(lambda n0, a, d, n, first: "big") is False
+    assert l06.check_stream_norm(_not_implemented) is False
     assert "Not attempted" in capsys.readouterr().out

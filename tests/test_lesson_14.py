@@ -149,13 +149,13 @@ def test_gqa_cache_equals_a_real_cache_when_kv_heads_equal_heads():
     assert l14._gqa_cache_bytes(80, 1, 4096, 64, 8, 128, 2) == 1.25 * 2**30    # the figure in the solution
 
 
-def test_merge_stats_is_the_tiling_update():
-    s = torch.randn(3, 12, dtype=torch.float64) * 50
-    m1, l1 = l14._stats(s[:, :5])
-    m2, l2 = l14._stats(s[:, 5:])
-    m = torch.maximum(m1, m2)
-    ell = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
-    torch.testing.assert_close(torch.exp(s - m) / ell, torch.softmax(s, -1))
+def test_the_checks_tiling_loop_is_exact_and_its_bug_shows_only_when_the_maximum_moves():
+    s = torch.randn(40, 23, dtype=torch.float64) * 5
+    v = torch.randn(23, 4, dtype=torch.float64)
+    for block in (1, 5, 23):
+        torch.testing.assert_close(l14._tiled_rows(s, v, block, True), torch.softmax(s, -1) @ v)
+        exact = (l14._tiled_rows(s, v, block, False) - torch.softmax(s, -1) @ v).abs().amax(-1) < 1e-9
+        assert torch.equal(exact, s[:, :block].amax(-1) == s.amax(-1))
 
 
 def test_measured_figures_in_the_text_are_the_json_ones():
@@ -179,7 +179,7 @@ def test_measured_figures_in_the_text_are_the_json_ones():
 
 def test_exercises_have_a_heading_a_check_and_a_solution_each():
     text = (Path(__file__).resolve().parents[1] / "notebooks/source/14_going_fast.md").read_text()
-    for n, check in enumerate(("check_cross_attention_flops", "check_gqa_cache_bytes", "check_merge_softmax_stats"), 1):
+    for n, check in enumerate(("check_cross_attention_flops", "check_gqa_cache_bytes", "check_tiling_bug"), 1):
         section = text.split(f"## Exercise {n} ·")[1].split("## Exercise")[0].split("## Summary")[0]
         assert f"l14.{check}(" in section and section.count("<details>") == 2      # EN and ZH solution
 

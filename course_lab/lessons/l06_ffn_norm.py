@@ -13,11 +13,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.layers import PositionwiseFeedForward, Residual
+from course_utils.layers import Residual
 from course_utils.validation import check_int
 
 from .. import i18n, viz
-from ..exercises import attempt, fail, fresh_generator, is_tensor, never_raises, passed, watching
+from ..exercises import (
+    attempt,
+    fail,
+    fresh_generator,
+    fresh_int,
+    is_tensor,
+    never_raises,
+    number_problem,
+    passed,
+    watching,
+)
 from ..widgets import LessonWidget, slider
 
 # ------------------------------------------------------------------------------------------------- widget
@@ -216,56 +226,75 @@ def check_dropout(fn) -> bool:
                   f"正确：{frac:.3f} 的元素被丢弃，其余乘以 1/(1 − p)，评估时原样输出：期望值保持不变。")
 
 
+def _measured_stream_norm(norm0: float, a: float, d: int, n_layers: int, norm_first: bool,
+                          g: torch.Generator) -> float:
+    """The check's reference, measured: ``n_layers`` Residual wrappers around z ↦ a·z, on a centred x_0."""
+    x = torch.randn(d, generator=g, dtype=torch.float64)
+    x = x - x.mean()
+    x = norm0 * x / x.norm()
+    res = Residual(d, norm_first=norm_first).double()
+    with torch.no_grad():
+        for _ in range(n_layers):
+            x = res(x, lambda z: a * z)
+    return float(x.norm())
+
+
+def _stream_cases(g: torch.Generator) -> list[tuple[float, float, int, int, bool]]:
+    """Drawn (norm0, a, d, n_layers, norm_first); per-feature rms of x_0 in [0.5, 3]: ε stays negligible."""
+    cases = [(fresh_int(4, 129, g), *(float(u) for u in torch.rand(2, generator=g, dtype=torch.float64)), flag)
+             for flag in (True, False, True, False, True)]
+    return [((0.5 + 2.5 * u) * math.sqrt(d), 0.05 + 0.95 * w, d, fresh_int(1, 25, g), flag) for d, u, w, flag in cases]
+
+
 @never_raises
-def check_pre_norm(fn) -> bool:
-    """Exercise 3: ``fn(x, sublayer, norm, dropout)`` = x + dropout(sublayer(norm(x))): the pre-norm residual
-    sublayer with residual dropout, compared with ``course_utils.Residual(norm_first=True)`` in training mode."""
+def check_stream_norm(fn) -> bool:
+    """Exercise 3: ``fn(norm0, a, d, n_layers, norm_first) -> float``, the norm of the residual stream after
+    ``n_layers`` residual sublayers z ↦ a·z (pre-norm if ``norm_first``, else post-norm), from a centred x_0 of norm
+    ``norm0``. Derived on paper; the check measures it with ``course_utils.Residual`` on several drawn cases."""
     g = fresh_generator()
-    d = 12
-    with torch.random.fork_rng(devices=[]):    # building the modules draws their initial weights: not from ours
-        torch.manual_seed(19)
-        ref = Residual(d, dropout=0.25, norm_first=True).double().train()
-        ffn = PositionwiseFeedForward(d, 4 * d).double()
-    with torch.no_grad():
-        ref.norm.weight.copy_(1 + 0.5 * torch.randn(d, generator=g, dtype=torch.float64))
-        ref.norm.bias.copy_(0.5 * torch.randn(d, generator=g, dtype=torch.float64))
-    x = 2.0 * torch.randn(2, 3, d, generator=g, dtype=torch.float64) + 1.0
-
-    def same_draws(f):                         # the same random state for every candidate; global RNG restored
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(29)
-            return f()
-
-    with torch.no_grad():
-        want = same_draws(lambda: ref(x, ffn))
-        post = same_draws(lambda: ref.norm(x + ref.dropout(ffn(x))))
-        whole = same_draws(lambda: ref.dropout(x + ffn(ref.norm(x))))
-    with watching(fn, [(Residual, "forward")]) as calls:
-        ok, got = attempt(same_draws, lambda: fn(x, ffn, ref.norm, ref.dropout))
-    if not ok or not is_tensor(got, want.shape):
-        return False
-    if calls:
-        return fail("Your function calls the library's Residual: write the one line yourself.",
-                    "你的函数调用了库里的 Residual：请自己写出这一行。")
-    if torch.allclose(got, post, atol=1e-10, rtol=0):
-        return fail("That is post-norm, LayerNorm(x + Dropout(Sublayer(x))): normalise the sublayer's *input* "
-                    "instead.",
-                    "这是后置归一化 LayerNorm(x + Dropout(Sublayer(x)))：应该对子层的输入做归一化。")
-    if torch.allclose(got, whole, atol=1e-10, rtol=0):
-        return fail("Dropout is applied to x as well: only the sublayer's contribution is dropped, the residual "
-                    "path carries x untouched.",
-                    "dropout 也作用在了 x 上：只有子层加上去的那一部分才做 dropout，残差通路上的 x 必须原样传递。")
-    if not torch.allclose(got, want, atol=1e-10, rtol=0):
-        with torch.no_grad():
-            no_drop = x + ffn(ref.norm(x))
-        if torch.allclose(got, no_drop, atol=1e-10, rtol=0):
-            return fail("No dropout: the module `dropout` is passed in; apply it to the sublayer's output.",
-                        "没有做 dropout：参数 `dropout` 是一个模块，请把它作用在子层的输出上。")
-        return fail("Not x + dropout(sublayer(norm(x))): the residual path must carry x itself, unnormalised.",
-                    "结果不是 x + dropout(sublayer(norm(x)))：残差通路上传递的应是未经归一化的 x 本身。")
-    return passed("Correct: x + Dropout(Sublayer(LayerNorm(x))), the same as course_utils.Residual(norm_first=True).",
-                  "正确：x + Dropout(Sublayer(LayerNorm(x)))，与 course_utils.Residual(norm_first=True) 一致。")
+    for norm0, a, d, n, norm_first in _stream_cases(g):
+        ok, got = attempt(fn, norm0, a, d, n, norm_first)
+        if not ok:
+            return False
+        want = _measured_stream_norm(norm0, a, d, n, norm_first, g)
+        if number_problem(got, want, rel=1e-3) is None:
+            continue
+        kind_en, kind_zh = ("pre-norm", "前置归一化") if norm_first else ("post-norm", "后置归一化")
+        where_en = f"{kind_en}, |x_0| = {norm0:.3f}, a = {a:.3f}, d = {d}, {n} layers"
+        where_zh = f"{kind_zh}，|x_0| = {norm0:.3f}，a = {a:.3f}，d = {d}，{n} 层"
+        like = {v for v in (norm0 + n * a, math.hypot(norm0, a * math.sqrt(n * d)), norm0 * (1 + a) ** n, norm0, 1.0)
+                if number_problem(got, v, rel=1e-3) is None}
+        if norm0 + n * a in like:
+            return fail(f"{where_en}: LayerNorm's output has norm √d, not 1 (each of its d features has variance 1): "
+                        "every layer adds a·√d, not a.",
+                        f"{where_zh}：层归一化输出的范数是 √d，而不是 1（它的 d 个特征方差都为 1）：每层加上的是 a·√d，"
+                        "而不是 a。")
+        if math.hypot(norm0, a * math.sqrt(n * d)) in like:
+            return fail(f"{where_en}: you added a·√d per layer in a random direction (a Pythagoras sum). Here the "
+                        "sublayer's output a·LN(x) points along x itself: the norms add up.",
+                        f"{where_zh}：你把每层的 a·√d 当作沿随机方向加上去的（勾股定理求和）。这里子层的输出 a·LN(x) "
+                        "与 x 同向：范数直接相加。")
+        if norm0 * (1 + a) ** n in like:
+            return fail(f"{where_en}: growth by (1 + a) per layer would be a sublayer applied to x itself. It sees "
+                        "LN(x), whose norm is √d whatever |x| is: the stream grows by the same amount every layer.",
+                        f"{where_zh}：每层乘以 (1 + a) 相当于子层直接作用在 x 上。而子层看到的是 LN(x)，不管 |x| 多大，"
+                        "它的范数都是 √d：残差流每层增加的量是一样的。")
+        if not norm_first and (norm0 in like or 1.0 in like):
+            return fail(f"{where_en}: the last operation of a post-norm layer is LayerNorm, whose output (γ = 1, "
+                        "β = 0) has mean 0 and variance 1 over the d features, so its norm is fixed.",
+                        f"{where_zh}：后置归一化层的最后一步是层归一化，它的输出（γ = 1、β = 0）在 d 个特征上均值为 0、"
+                        "方差为 1，所以范数是固定的。")
+        problem = number_problem(got, want, rel=1e-3)
+        return fail(f"{where_en}: {problem[0]}", f"{where_zh}：{problem[1]}")
+    d, a, n = 32, 0.5, 16
+    pre = _measured_stream_norm(math.sqrt(d), a, d, n, True, g)
+    post = _measured_stream_norm(math.sqrt(d), a, d, n, False, g)
+    return passed(f"Correct. Measured for d = {d}, a = {a}, {n} layers from |x_0| = √d: pre-norm {pre:.2f}, post-norm "
+                  f"{post:.2f}. The pre-norm stream's scale depends on depth, so whatever reads the last layer needs "
+                  "the final LayerNorm that GPT-2 adds.",
+                  f"正确。实测 d = {d}、a = {a}、{n} 层、|x_0| = √d：前置归一化 {pre:.2f}，后置归一化 {post:.2f}。"
+                  "前置归一化残差流的尺度取决于深度，所以读取最后一层输出的模块需要 GPT-2 加在最后的那个层归一化。")
 
 
 __all__ = ["demo_vector", "layer_norm_stats", "build_layernorm_widget", "check_layer_norm_2d", "check_dropout",
-           "check_pre_norm"]
+           "check_stream_norm"]

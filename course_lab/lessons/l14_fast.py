@@ -6,7 +6,7 @@
   ``benchmarks/bench_gpt.py --json`` (``course_lab/assets/results/`` and its sub-folders such as ``cpu/``);
 * :func:`build_cost_widget` and the ``check_*`` functions of the exercises.
 
-The online-softmax tiling (FlashAttention's idea) is written in the notebook itself, not here.
+The online-softmax tiling (FlashAttention's idea) is written in the notebook; Exercise 3's check keeps a private copy.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from ..exercises import (
     fail,
     fresh_generator,
     fresh_int,
+    is_tensor,
     never_raises,
     number_problem,
     passed,
     run_check,
-    tensor_close,
 )
 from ..widgets import LessonWidget, dropdown, slider
 
@@ -210,45 +210,64 @@ def check_gqa_cache_bytes(fn) -> bool:
     return run_check(fn, [(args, _gqa_cache_bytes(*args)) for args in cases], number_problem)
 
 
-def _stats(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(m, ℓ) of each row: the maximum and Σ exp(s − m)."""
-    m = s.amax(-1, keepdim=True)
-    return m, torch.exp(s - m).sum(-1, keepdim=True)
+def _tiled_rows(s: torch.Tensor, v: torch.Tensor, block: int, rescale_ell: bool) -> torch.Tensor:
+    """The lesson's tiled loop on given scores ``s (T_q, T_k)``; ``rescale_ell=False`` is Exercise 3's planted bug."""
+    m = torch.full((s.shape[0], 1), float("-inf"), dtype=s.dtype)
+    ell, a = torch.zeros_like(m), torch.zeros(s.shape[0], v.shape[-1], dtype=s.dtype)
+    for start in range(0, s.shape[-1], block):
+        sb = s[:, start:start + block]
+        m_new = torch.maximum(m, sb.amax(-1, keepdim=True))
+        rescale, p = torch.exp(m - m_new), torch.exp(sb - m_new)
+        ell = (ell * rescale if rescale_ell else ell) + p.sum(-1, keepdim=True)
+        a, m = a * rescale + p @ v[start:start + block], m_new
+    return a / ell
+
+
+def _bug_cases(g: torch.Generator) -> list[tuple[torch.Tensor, int]]:
+    """Integer scores (ties on purpose) with drawn sizes; blocks of 1, in between, and one block for the whole row."""
+    cases = []
+    for kind in ("one", "some", "some", "all"):
+        t_k = fresh_int(6, 21, g)
+        block = {"one": 1, "some": fresh_int(2, t_k, g), "all": t_k + fresh_int(0, 3, g)}[kind]
+        cases.append((torch.randint(-3, 4, (fresh_int(16, 33, g), t_k), generator=g).double(), block))
+    return cases
 
 
 @never_raises
-def check_merge_softmax_stats(fn) -> bool:
-    """Exercise 3: ``fn(m1, l1, m2, l2)`` returns the merged ``(m, l)`` of two blocks of the same rows.
-
-    Scores of ±1000 make a merge that exponentiates a maximum (e^1000 = inf) fail, and a merge that adds ℓ1 + ℓ2
-    without rescaling gives a wrong ℓ; only the statistics are passed, so softmax(cat(s1, s2)) is not available.
-    """
+def check_tiling_bug(fn) -> bool:
+    """Exercise 3: ``fn(scores (T_q, T_k), block) -> bool (T_q,)``: the rows for which the tiled loop that forgets to
+    rescale ℓ still returns softmax(scores) @ V. The check runs the buggy loop itself on drawn integer scores (ties
+    included) and random V; the answer is a prediction about rows, not a number to copy."""
     g = fresh_generator()
-    s1 = torch.randn(4, 5, generator=g, dtype=torch.float64) + torch.tensor([[1000.0], [-1000.0], [3.0], [0.0]],
-                                                                            dtype=torch.float64)
-    s2 = torch.randn(4, 7, generator=g, dtype=torch.float64) + torch.tensor([[-1000.0], [1000.0], [0.0], [2.0]],
-                                                                            dtype=torch.float64)
-    m1, l1 = _stats(s1)
-    m2, l2 = _stats(s2)
-    m_want, l_want = _stats(torch.cat([s1, s2], -1))
-    ok, got = attempt(fn, m1, l1, m2, l2)
-    if not ok:
-        return False
-    if not (isinstance(got, tuple | list) and len(got) == 2):
-        return fail(f"Return the pair (m, l), got {type(got).__name__}.",
-                    f"应返回二元组 (m, l)，实际得到 {type(got).__name__}。")
-    m, ell = (torch.as_tensor(x, dtype=torch.float64) for x in got)
-    if not (torch.isfinite(m).all() and torch.isfinite(ell).all()):
-        return fail("inf/NaN for scores near ±1000: never take exp of a maximum (e^1000 = inf). Multiply each sum by "
-                    "exp(m_i − m), the difference between its own maximum and the new one.",
-                    "分数在 ±1000 附近时出现了 inf/NaN：不要对最大值本身取 exp（e^1000 = inf）。"
-                    "每个和都乘以 exp(m_i − m)，即它自己的最大值与新最大值之差。")
-    if not tensor_close(m, m_want, "m", "m", 1e-9):
-        return False
-    if ell.shape == l_want.shape and torch.allclose(ell, l1 + l2):
-        return fail("l = l1 + l2 adds sums taken relative to two different maxima: rescale each by exp(m_i − m) first.",
-                    "l = l1 + l2 把相对于两个不同最大值求出的和直接相加了：要先把每个和乘以 exp(m_i − m)。")
-    if not tensor_close(ell, l_want, "l", "l", 1e-9):
-        return False
-    return passed("Correct: exp(s − m) / l is now the softmax of the whole row, computed from two summaries.",
-                  "正确：现在 exp(s − m) / l 就是整行的 softmax，而它只用到了两块的摘要。")
+    for s, block in _bug_cases(g):
+        v = torch.randn(s.shape[1], 3, generator=g, dtype=torch.float64)
+        want = (_tiled_rows(s, v, block, False) - torch.softmax(s, -1) @ v).abs().amax(-1) < 1e-9
+        ok, got = attempt(fn, s.clone(), block)
+        if not ok or not is_tensor(got, want.shape, "rows still right", "仍然正确的行", dtype=torch.bool):
+            return False
+        if torch.equal(got, want):
+            continue
+        row = int((got != want).nonzero()[0])
+        shown = ", ".join(f"{int(x)}" for x in s[row])
+        first, rest = float(s[row, :block].max()), float(s[row, block:].max()) if block < s.shape[1] else None
+        if rest is not None and first == rest and bool(want[row]):
+            return fail(f"Row ({shown}) with block = {block}: a later block that only ties the maximum does not move "
+                        "m, so rescale = exp(0) = 1 and the missing factor does no harm: this row is still right.",
+                        f"分数为 ({shown})、block = {block} 的这一行：后面的块只是追平了最大值，m 不变，"
+                        "rescale = exp(0) = 1，漏掉这个因子没有影响：这一行仍然正确。")
+        if not bool(got.any()):
+            return fail("No row is right, you say: yet here the buggy loop is exact on some rows (on all of them "
+                        "when one block holds the whole row). Which ones?",
+                        "你认为没有一行是对的：可是这里有些行，有缺陷的循环算得完全正确"
+                        "（一块就装下整行时，所有行都对）。是哪些行？")
+        verdict_en, verdict_zh = ("still right", "仍然正确") if bool(want[row]) else ("wrong", "是错的")
+        return fail(f"Row ({shown}) with block = {block}: the buggy loop's output is {verdict_en} here, you said the "
+                    "opposite. When is exp(m − m_new) different from 1, after the first block?",
+                    f"分数为 ({shown})、block = {block} 的这一行：有缺陷的循环在这里的输出{verdict_zh}，"
+                    "你的判断正好相反。第一块之后，exp(m − m_new) 什么时候不等于 1？")
+    return passed("Correct: the bug is invisible exactly when the row's maximum is in the first block, so the running "
+                  "maximum never moves. A test on one block, or on rows whose largest score comes first, never sees "
+                  "it. The fix: ell = ell * rescale + p.sum(dim=-1, keepdim=True).",
+                  "正确：只有当这一行的最大值落在第一块里、当前最大值从此不再变化时，这个缺陷才看不出来。只用一块做测试，"
+                  "或者测试的行恰好最大分数排在最前面，都发现不了它。"
+                  "修正：ell = ell * rescale + p.sum(dim=-1, keepdim=True)。")
