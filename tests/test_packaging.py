@@ -278,7 +278,7 @@ def test_nbval_flags_do_not_break_plain_tests(tmp_path):
     assert len(re.findall(r"::Cell \d+$", result.stdout, flags=re.M)) == 3  # the demo's three code cells
 
 
-def test_ci_script_does_only_what_a_user_cannot_be_asked_then_runs_make_test():
+def test_ci_script_does_only_what_a_user_cannot_be_asked_then_runs_make_test_and_site_test():
     script_path = ROOT / ".ci" / "run"
     assert script_path.stat().st_mode & 0o111, ".ci/run must be executable (chmod +x .ci/run)"
     script = script_path.read_text(encoding="utf-8")
@@ -289,7 +289,10 @@ def test_ci_script_does_only_what_a_user_cannot_be_asked_then_runs_make_test():
     torch_line = next(i for i, line in enumerate(lines) if "pip install torch==2.13.0" in line)
     browser_line = next(i for i, line in enumerate(lines) if line.startswith("make browser-deps"))
     assert torch_line < browser_line
-    assert lines[-1] == "make test", "CI must run exactly the README's test command, last"
+    # The README's test command, then the README's website check (which reuses the notebooks make test ran).
+    assert lines[-2:] == ["make test", "make site-test"], "CI runs the README's make test, then make site-test, last"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make test" in readme and "make site-test" in readme
     # Everything else (the course package, its extras, the Chinese font) comes from `make test` itself.
     for setup in ("apt-get", "fonts-", "pip install -e", "npm "):
         assert setup not in script, f".ci/run does {setup!r} itself: make test (or make browser-deps) must do it"
