@@ -97,7 +97,8 @@ def open_page(new_page, url: str):
     page, network, errors = new_page(viewport=(1280, 900), allowed=(url.split("/", 3)[0] + "//" + url.split("/")[2],))
     console = []
     page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
-    page.goto(url, wait_until="load")
+    # networkidle: leaving a page while its icon is still loading would abort that request (net::ERR_ABORTED).
+    page.goto(url, wait_until="networkidle")
     page.evaluate(WAIT_FOR_MATHJAX)
     return page, network, errors, console
 
@@ -122,7 +123,7 @@ def test_lesson_page(site, lang, stem, new_page):
     # The language switch lands on the same lesson, in the other language.
     assert facts["switch"] and facts["switch"].endswith(f"/{OTHER[lang]}/{stem}.html"), facts["switch"]
     page.click("a.course-lang-switch")
-    page.wait_for_load_state("load")
+    page.wait_for_load_state("networkidle")
     assert page.url.endswith(f"/{OTHER[lang]}/{stem}.html")
     assert page.evaluate("document.documentElement.lang").lower().startswith(OTHER[lang])
     assert network.failed == [], network.failed
@@ -143,7 +144,7 @@ def test_the_root_page_offers_both_languages(site, new_page):
     links = page.evaluate("[...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
     assert set(links) >= {"en/index.html", "zh/index.html"}, links
     for lang in LANGS:
-        page.goto(f"{site}/{lang}/index.html", wait_until="load")
+        page.goto(f"{site}/{lang}/index.html", wait_until="networkidle")
         rows = page.evaluate("[...document.querySelectorAll('main table a')].map(a => a.getAttribute('href'))")
         assert len([r for r in rows if re.match(r"\d\d_", r or "")]) == len([p for p in lesson_pages() if p[0] == lang])
     assert errors == [] and console == [] and network.failed == [], (errors, console, network.failed)
