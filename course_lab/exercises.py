@@ -232,6 +232,19 @@ def fixed_id_problem(special: dict[str, int]) -> bool:
                 "不要写死某个 ID（比如 0）。")
 
 
+def right_after_renumbering(fn: Callable, ids: torch.Tensor, reference: Callable, generator: torch.Generator) -> bool:
+    """Run ``fn(ids', pad_id')`` on the same batch with its ids renumbered (:func:`other_ids`): True when the answer
+    still equals ``reference(ids', pad_id')``; otherwise print why (a hard-coded pad id) and return False."""
+    ids2, special = other_ids(ids, {"pad_id": 0}, generator)
+    ok, got = attempt(fn, ids2.clone(), special["pad_id"])
+    if not ok:
+        return False
+    want = reference(ids2, special["pad_id"])
+    if not isinstance(got, torch.Tensor) or not torch.equal(got, want):
+        return fixed_id_problem(special)
+    return True
+
+
 def _same_result(a, b) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return _same(a.detach(), b.detach())
