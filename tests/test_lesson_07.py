@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import course_utils as cu
-from course_lab import i18n
+from course_lab import i18n, viz
 from course_lab.lessons import l07_encoder_decoder as l07
 from course_utils import interop
 from course_utils.masks import causal_mask, padding_mask, to_torch_attn_mask, to_torch_key_padding_mask
@@ -69,7 +69,7 @@ def test_format_count():
 
 @pytest.mark.parametrize("d_model, heads, src_len, tgt_len", [(32, 4, 7, 5), (24, 3, 4, 9)])
 def test_shape_table_matches_a_real_forward(d_model, heads, src_len, tgt_len):
-    """The hook measurement lesson 07 types in its cell, on two shapes: the formula table is what a model gives."""
+    """The shape walk lesson 07 types (here with hooks), on two shapes: the formula table is what a model gives."""
     model = cu.Transformer(20, 11, d_model=d_model, n_heads=heads,
                            n_encoder_layers=2, n_decoder_layers=1, d_ff=48, dropout=0.0).eval()
     src = torch.randint(1, 20, (2, src_len))
@@ -112,12 +112,19 @@ def _layers(seed=0):
     return ours, theirs, y, memory, src_mask, kwargs
 
 
+def _stale_decoder_layer(layer, y, memory, memory_mask):
+    """The lesson's stale-residual cell, on course_utils' names: the layer input y added where a belongs."""
+    a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
+    b = layer.res2.norm(y + layer.cross_attn(a, memory, mask=memory_mask))
+    return layer.res3.norm(b + layer.ffn(b))
+
+
 def test_stale_residual_is_far_from_pytorch_while_ours_matches():
     ours, theirs, y, memory, src_mask, kwargs = _layers()
     with torch.no_grad():
         ref = theirs(y, memory, **kwargs)
         good = ours(y, memory, None, src_mask)
-        stale = l07.stale_residual_decoder_layer(ours, y, memory, src_mask)
+        stale = _stale_decoder_layer(ours, y, memory, src_mask)
     torch.testing.assert_close(good, ref, atol=1e-6, rtol=1e-6)
     assert (stale - ref).abs().max() > 0.1
     assert ((stale - ref).norm() / ref.norm()) > 0.05
@@ -130,14 +137,18 @@ def test_pre_norm_reference_matches_the_library():
         torch.testing.assert_close(ours, layer(y, memory, None, mask))
 
 
-def test_plot_cross_attention_has_one_panel_per_head_and_zero_pad_columns():
+def test_cross_attention_grid_has_one_panel_per_head_and_zero_pad_columns():
+    """The lesson's plot cell: record_attention on the model, one row of panels per decoder layer."""
     torch.manual_seed(0)
     model = cu.Transformer(20, 24, d_model=32, n_heads=4,
                            n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0).eval()
     src_tokens, tgt_tokens = l07.demo_position_labels()
     src = torch.tensor([[5, 3, 7, 2, 0, 0]])
     tgt = torch.tensor([[1, 5, 6, 2, 9]])
-    fig = l07.plot_cross_attention(model, src, tgt, src_tokens, tgt_tokens, lang="en")
+    with torch.no_grad(), cu.record_attention(model):
+        model(src, tgt)
+    panels = {f"layer {i + 1}": layer.cross_attn.last_weights for i, layer in enumerate(model.decoder.layers)}
+    fig = viz.plot_attention_grid(panels, tgt_tokens, src_tokens, lang="en")
     images = [ax.images[0].get_array() for ax in fig.axes if ax.images]
     assert len(images) == 2 * 4
     for img in images:

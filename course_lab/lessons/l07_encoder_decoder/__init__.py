@@ -1,14 +1,15 @@
 """Lesson 07 · encoder and decoder: parameter formulas, shape tables, size widget, exercise checks.
 
-The notebook writes the decoder layer itself; this module holds what would distract from that:
+The notebook writes its encoder layer, decoder layer and model itself (and the stale-residual mistake, the
+shape walk and the cross-attention plot on them); this module holds what would distract from that:
 
-* :func:`parameter_breakdown` counts the parameters of ``course_utils.Transformer`` per component *by
+* :func:`parameter_breakdown` counts the parameters of an encoder–decoder (``course_utils.Transformer``, or the
+  lesson's own model, which has the same pieces) per component *by
   formula* (for the widget); :func:`component_of` names the component of a parameter, so that the notebook can
   count a real model itself and compare;
-* :func:`shape_table` (by formula) and :func:`shape_markdown` (a table) for the shapes the notebook measures with
-  hooks during a real forward;
-* :func:`stale_residual_decoder_layer` is a common mistake (a decoder layer that adds a stale residual),
-  reimplemented so that the lesson can *measure* how far it is from ``nn.TransformerDecoderLayer``;
+* :func:`shape_table` (by formula) and :func:`shape_markdown` (a table) for the shapes the notebook measures
+  during a real forward;
+* :func:`demo_position_labels` for the heatmap of an untrained model (positions, not words);
 * :func:`build_size_widget` (n_layers / n_heads / d_model → bar chart + shape table) and the ``check_*``
   functions of the exercises (they print a verdict and never raise, so the notebook always runs to the end).
 """
@@ -16,9 +17,7 @@ The notebook writes the decoder layer itself; this module holds what would distr
 from __future__ import annotations
 
 import torch
-from torch import nn
 
-from course_utils.multihead import record_attention
 from course_utils.validation import check_divisible
 
 from ... import i18n, viz
@@ -195,25 +194,7 @@ def shape_markdown(shapes: dict[str, tuple[int, ...]], lang: str | None = None) 
 
 
 # ------------------------------------------------------------------------------------------------------------
-# A common mistake: the decoder layer with a stale residual
-# ------------------------------------------------------------------------------------------------------------
-
-def stale_residual_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
-                                 memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """The common mistake of a stale residual, with the weights of a course_utils ``DecoderLayer``.
-
-    The residual saved before the self-attention sublayer is added again after the *cross*-attention sublayer,
-    so the second sublayer adds the layer's input ``y`` instead of the updated stream ``a``:
-    ``b = LN2(y + CrossAttn(a, memory))`` instead of ``b = LN2(a + CrossAttn(a, memory))``.
-    The self-attention's contribution to the residual stream is lost (it only survives through the queries).
-    """
-    a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))                  # (B, T, C)
-    b = layer.res2.norm(y + layer.cross_attn(a, memory, mask=memory_mask))       # stale: y, should be a
-    return layer.res3.norm(b + layer.ffn(b))
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Cross-attention heatmaps
+# Labels for the cross-attention heatmap
 # ------------------------------------------------------------------------------------------------------------
 
 def demo_position_labels() -> tuple[list[str], list[str]]:
@@ -221,18 +202,6 @@ def demo_position_labels() -> tuple[list[str], list[str]]:
     positions. No words: an untrained model's weights are noise, and word labels would invite reading
     alignments into it."""
     return [f"x{i}" for i in range(1, 5)] + ["<pad>", "<pad>"], ["<bos>"] + [f"y{i}" for i in range(1, 5)]
-
-
-def plot_cross_attention(model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, src_tokens, tgt_tokens,
-                         lang: str | None = None):
-    """Cross-attention weights of every decoder layer (rows) and head (columns) for batch item 0."""
-    code = viz.use_language(lang)
-    with torch.no_grad(), record_attention(model.decoder):
-        model(src, tgt_in)
-    cross = [layer.cross_attn for layer in model.decoder.layers]
-    names = {i18n.pick({"en": f"cross-attn, layer {i + 1}", "zh": f"第 {i + 1} 层交叉注意力"}, code):
-             m.last_weights for i, m in enumerate(cross)}
-    return viz.plot_attention_grid(names, tokens_q=tgt_tokens, tokens_k=src_tokens, lang=code)
 
 
 # ------------------------------------------------------------------------------------------------------------
