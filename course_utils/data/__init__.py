@@ -3,7 +3,6 @@
 loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`. ``python -m course_utils.data``
 lists the datasets; ``... fetch NAME`` downloads one."""
 
-from .archives import extract_resource, safe_extract
 from .datasets import (
     DataSource,
     Examples,
@@ -21,7 +20,6 @@ from .samples import SampleDataWarning
 __all__ = [
     "REGISTRY", "Resource", "data_dir", "get_resource",
     "fetch", "how_to_get", "sha256_file", "downloads_allowed", "DataUnavailable", "ChecksumMismatch",
-    "safe_extract", "extract_resource",
     "load_tiny_shakespeare", "load_sst2", "load_chnsenticorp", "load_imdb", "train_test_split",
     "DataSource", "Examples", "Text", "SampleDataWarning",
 ]
