@@ -60,13 +60,13 @@ class LayerConfig:
         check_positive(self.eps, "eps")
 
     @classmethod
-    def merge(cls, given: dict, **defaults) -> LayerConfig:
-        """The model's ``defaults`` overridden by the keywords the caller ``given``; unknown keywords refused."""
+    def merge(cls, given: dict, config: LayerConfig | None = None, **defaults) -> LayerConfig:
+        """``config``, or the model's ``defaults`` overridden by the keywords the caller ``given``; unknown keywords,
+        or keywords beside a ``config``, refused."""
+        if config is not None and given:
+            raise TypeError(f"pass either config= or layer keywords {sorted(given)}, not both")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(given) - names)
         if unknown:
             raise TypeError(f"unknown keyword(s) {unknown}; layer hyperparameters are {sorted(names)}")
-        return cls(**{**defaults, **given})
-
-    def as_kwargs(self) -> dict:
-        return dataclasses.asdict(self)
+        return config or cls(**{**defaults, **given})

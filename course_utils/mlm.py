@@ -1,8 +1,6 @@
-"""BERT's masked-language-modelling recipe (Devlin et al., 2019) as reusable functions (lesson 12).
-
-:func:`mask_tokens` selects each non-special position with probability ``p`` (15 %) and replaces 80 % of the selected
-by ``<mask>``, 10 % by a random ordinary token and leaves 10 % unchanged (``<mask>`` never occurs later, so every
-input token needs a good representation); the labels are -100 elsewhere, so ``ignore_index=-100`` scores only them."""
+"""BERT's masked-language-modelling recipe (Devlin et al., 2019; lesson 12): select each non-special position with
+probability ``p`` (15 %), replace 80 % of the selected by ``<mask>``, 10 % by a random token, keep 10 % (``<mask>``
+never occurs later); labels are -100 elsewhere, so ``ignore_index=-100`` scores only the selected."""
 
 from __future__ import annotations
 
@@ -35,11 +33,9 @@ def mask_tokens(
     ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
     generator: torch.Generator | None = None, *, mask_frac: float = 0.8, random_frac: float = 0.1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption: ``(inputs, labels)`` shaped like ``ids`` (not modified), ``labels[i] = ids[i]`` where
-    position ``i`` was selected (each non-special one independently with probability ``p``), else -100. ``special_ids``
-    are never selected nor drawn as random replacements: include ``mask_id`` and the padding id (a random ``<pad>``
-    would be hidden by the padding mask). ``mask_frac`` / ``random_frac``: how the selected positions are corrupted
-    (BERT: 0.8 / 0.1, the rest unchanged). The same ``generator`` seed gives the same masks."""
+    """``(inputs, labels)`` shaped like ``ids``: ``labels[i] = ids[i]`` where ``i`` was selected, else -100.
+    ``special_ids`` (include ``mask_id`` and the padding id) are never selected nor drawn as replacements;
+    ``mask_frac`` / ``random_frac`` (BERT: 0.8 / 0.1) split the selected; a ``generator`` seed fixes the masks."""
     if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids (torch.long), got {ids.dtype}: use ids.long()")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:

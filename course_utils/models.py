@@ -24,9 +24,7 @@ class _LayerStack(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int | None, *, final_norm: bool | None = None,
                  config: LayerConfig | None = None, **layer):
         super().__init__()
-        if config is not None and layer:
-            raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
-        cfg = config or LayerConfig.merge(layer)
+        cfg = LayerConfig.merge(layer, config)
         d_ff = 4 * d_model if d_ff is None else check_int(d_ff, "d_ff")  # the paper's ratio; 0 is refused
         self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, config=cfg)
                                     for _ in range(check_int(n_layers, "n_layers")))

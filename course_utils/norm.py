@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import check_norm_kind
-from .validation import check_bool, check_float, check_int, check_last_dim, check_positive, check_same_device
+from .validation import check_bool, check_int, check_positive, check_vectors
 
 
 def _upcast(x: torch.Tensor) -> torch.Tensor:
@@ -51,9 +51,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model)) if elementwise_affine and bias else None  # β
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_float(x, "x")
-        check_last_dim(x, "x", self.d_model)
-        check_same_device(x, "x", self.weight.device if self.weight is not None else x.device, "the norm")
+        check_vectors(x, "x", self.d_model, self.weight.device if self.weight is not None else None, owner="the norm")
         if self.fused:
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
         return layer_norm(x, self.weight, self.bias, self.eps)
@@ -72,9 +70,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_float(x, "x")
-        check_last_dim(x, "x", self.d_model)
-        check_same_device(x, "x", self.weight.device, "the norm")
+        check_vectors(x, "x", self.d_model, self.weight.device, owner="the norm")
         if self.fused:
             return F.rms_norm(x, (self.d_model,), self.weight, self.eps)
         return rms_norm(x, self.weight, self.eps)

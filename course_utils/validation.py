@@ -87,6 +87,18 @@ def check_int_tensor(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
+def check_vectors(x, name: str, size: int, device: torch.device | None = None, dtype: torch.dtype | None = None,
+                  owner: str = "the module", layout: str | None = None) -> torch.Tensor:
+    """The input check of a layer over ``size``-vectors: a float tensor ``(…, size)`` (of rank 3 when a ``layout``
+    such as ``"(B, T, d_model)"`` is given), on ``device`` and in ``dtype`` when given."""
+    if layout is not None:
+        check_rank(x, name, (3,), layout)
+    check_last_dim(check_float(x, name), name, size)
+    if device is not None:
+        check_same_device(x, name, device, owner)
+    return x if dtype is None else check_dtype(x, name, dtype, owner)
+
+
 def check_like(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> torch.Tensor:
     """Raise unless ``x`` has ``ref``'s device (``ValueError``) and dtype (``TypeError``), e.g. k and v beside q."""
     check_same_device(x, name, ref.device, ref_name)

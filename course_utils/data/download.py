@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..safe_files import sha256_file
 from .registry import Resource, get_resource
 from .registry import data_dir as _resolve_dir
 
@@ -51,15 +52,6 @@ class _NetworkError(Exception):
 def downloads_allowed(download: bool = True) -> bool:
     """``download`` unless the environment says offline (``COURSE_OFFLINE=1``, ``true`` or ``yes``)."""
     return bool(download) and os.environ.get("COURSE_OFFLINE", "").strip().lower() in ("", "0", "false", "no")
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in chunks so big files do not need to fit in memory."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _sidecar(path: Path) -> Path:
@@ -99,8 +91,8 @@ def _expect_published(res: Resource, path: Path, size: int, digest: str, url: st
 
 
 def verify(res: Resource, path: Path) -> Path:
-    """Return ``path`` if its bytes are ``res``'s, else raise :class:`ChecksumMismatch` naming the fix; the hash is
-    reused (memory, then sidecar) while nothing about the file has changed."""
+    """``path`` if its bytes are ``res``'s, else :class:`ChecksumMismatch`; the hash is reused while the file is
+    unchanged."""
     key = _state(path)
     if key not in _verified and key[1] >= SIDECAR_FROM:
         with suppress(OSError, ValueError, KeyError, TypeError):  # no sidecar, a damaged or old one: hash again
@@ -164,12 +156,9 @@ def _download(url: str, dest: Path, progress: bool, check, expected_size: int | 
 
 def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool = True,
           progress: bool = True) -> Path:
-    """Return the local path of dataset file ``name``, downloading it if needed and allowed.
-
-    * present -> its sha256 is checked (cached); a mismatch raises :class:`ChecksumMismatch` with the fix;
-    * missing, downloads allowed -> downloaded from the registry's URLs in order, kept only if its sha256 is right;
-    * missing, ``download=False``, ``COURSE_OFFLINE=1``, no network or an unwritable folder -> :class:`DataUnavailable`
-      whose message says where to get the file and where to put it."""
+    """The local path of dataset file ``name``, its sha256 checked (else :class:`ChecksumMismatch`); a missing file
+    is downloaded from the registry's URLs in order when allowed, kept only if intact, else :class:`DataUnavailable`
+    says where to get it and where to put it."""
     res, root = get_resource(name), _resolve_dir(data_dir)
     path = root / res.path
     if path.is_file():
