@@ -389,27 +389,3 @@ def test_a_changed_tatoeba_file_warns_with_both_row_counts(tmp_path, monkeypatch
         assert messages == []
     else:
         assert len(messages) == 1 and f"{len(kept):,} pairs instead of 40" in messages[0]
-
-
-def test_a_forged_sidecar_does_not_hide_an_edited_small_file(tmp_path, monkeypatch):
-    """reliability.md (turn 3) row 14: a hand-written sidecar claiming the good sha256 was trusted."""
-    import hashlib
-    import json
-
-    from course_utils import data
-    from course_utils.data import download, registry
-    from course_utils.data.registry import Resource
-    good = b"a" * 3000
-    monkeypatch.setitem(registry.REGISTRY, "toy24", Resource(
-        "toy24", "toy/f.txt", len(good), hashlib.sha256(good).hexdigest(), "toy", "test"))
-    path = tmp_path / "toy" / "f.txt"
-    path.parent.mkdir()
-    path.write_bytes(good)
-    data.fetch("toy24", data_dir=tmp_path, download=False)
-    path.write_bytes(b"b" * 3000)
-    key = download._state(path)
-    download._sidecar(path).write_text(json.dumps(dict(zip(download._FIELDS, key[1:]),
-                                                       sha256=hashlib.sha256(good).hexdigest())))
-    download._verified.clear()  # a new process: only the (forged) sidecar remembers
-    with pytest.raises(data.ChecksumMismatch):
-        data.fetch("toy24", data_dir=tmp_path, download=False)

@@ -429,19 +429,18 @@ def _toy(monkeypatch, content: bytes, name="toy", path="toy/file.txt", **kw) -> 
     return res
 
 
-def test_sidecar_is_not_trusted_when_content_changes_with_the_same_size_and_mtime(monkeypatch, tmp_path):
-    """Low: the sidecar was trusted on (size, mtime, inode) alone: `touch -r` hid a same-size edit."""
+def test_remembered_hash_is_not_trusted_when_content_changes_with_the_same_size_and_mtime(monkeypatch, tmp_path):
+    """Low: a remembered hash was trusted on (size, mtime, inode) alone: `touch -r` hid a same-size edit."""
     _toy(monkeypatch, b"abc" * 100)
     path = tmp_path / "toy" / "file.txt"
     path.parent.mkdir()
     path.write_bytes(b"abc" * 100)
     download._verified.clear()
-    data.fetch("toy", data_dir=tmp_path)  # verified, sidecar written
+    data.fetch("toy", data_dir=tmp_path)  # verified, hash remembered
     st = path.stat()
     with open(path, "r+b") as f:  # same size, same inode, then the old mtime put back
         f.write(b"x")
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    download._verified.clear()  # a new process: only the sidecar remembers
     with pytest.raises(data.ChecksumMismatch):
         data.fetch("toy", data_dir=tmp_path)
 
