@@ -56,10 +56,9 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask", device=None) -> torch.Tensor:
-    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape`` (each mask
-    dimension equals the scores' or is 1). Refused too, with the fix: integer masks (0/1: keep or block?), a rank-3
-    mask for 4-D scores (batch or heads first?), a float mask of only 0 and 1 (a keep-mask read as "add 1"), NaN or
-    +inf in an additive mask, a mask on another ``device``. Value checks follow ``validation.reads_values``."""
+    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``; refused
+    with the fix: integer masks, a rank-3 mask for 4-D scores, a float mask of only 0 and 1 (a keep-mask read as "add
+    1"), NaN or +inf in an additive mask, another ``device``. Value checks follow ``validation.reads_values``."""
     check_tensor(mask, name)
     scores_shape = tuple(scores_shape)
     four_d = len(scores_shape) == 4
@@ -103,9 +102,8 @@ def _refuse_ambiguous(mask: torch.Tensor, name: str) -> None:
 
 
 def check_self_mask(mask: torch.Tensor, t: int) -> torch.Tensor:
-    """Self-attention (T_q = T_k = t): refuse a bool mask where a query sees key j although query j may not see its
-    own position: causal, padding (left or right) and their AND never do that (a key seen is a real token, which
-    sees itself; a pad query may see nothing), while an inverted mask (PyTorch's True = blocked) does."""
+    """Self-attention (T_q = T_k = t): refuse a bool mask where a query sees key j while query j is blocked from
+    itself: causal and padding masks never do that, an inverted one (PyTorch's True = blocked) does."""
     if mask.dtype != torch.bool or t < 1 or not mask.numel() or not reads_values(mask):
         return mask
     full = (mask if mask.dim() >= 2 else mask[None]).expand(*mask.shape[:-2], t, t)  # (…, t, t), a view

@@ -1,7 +1,6 @@
 """Input checks shared by every module: a wrong value or shape raises ``ValueError``, a wrong type or dtype
-``TypeError``, saying what was received and how to fix it. Checks that read a tensor's *values* (a host sync on a GPU)
-run on CPU tensors always, on accelerators only under ``strict_checks(True)`` (or ``COURSE_STRICT_CHECKS=1``), never
-under ``torch.compile`` or on ``meta`` tensors (which hold no values)."""
+``TypeError``, saying how to fix it. Checks of a tensor's *values* (a host sync on a GPU) run on CPU always, on
+accelerators only under ``strict_checks(True)`` (``COURSE_STRICT_CHECKS=1``), never when compiling or on ``meta``."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ def reads_values(x: torch.Tensor) -> bool:
 
 
 def check_optimizer(optimizer) -> None:
-    """Refuse what is not a ``torch.optim.Optimizer`` (a model passed there would save its weights as optimizer
-    state). ``None`` passes: the caller's default applies."""
+    """Refuse what is not a torch.optim.Optimizer (a model there would be saved as optimizer state); None passes."""
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}: pass the "
                         "optimizer (e.g. torch.optim.AdamW(model.parameters())), or leave it out")

@@ -1,7 +1,5 @@
 """The course's data layer (docs/data.md): find, download, verify (sha256) and load the datasets, e.g.
-``data.load_sst2("dev")``. Offline, a missing file raises :class:`DataUnavailable` saying where to get it, or the
-loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`. ``python -m course_utils.data``
-lists the datasets; ``... fetch NAME`` downloads one."""
+``data.load_sst2("dev")``; ``python -m course_utils.data`` lists them, ``... fetch NAME`` downloads one."""
 
 from .datasets import (
     DataSource,

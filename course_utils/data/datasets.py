@@ -1,6 +1,5 @@
-"""Loaders returning plain lists and strings whose ``.source`` (:class:`DataSource`) and ``.describe()`` say where
-the data came from. With ``fallback=True`` a tiny bundled sample (and a ``SampleDataWarning``) stands in when the real
-data cannot be had; a corrupt file's :class:`ChecksumMismatch` always propagates."""
+"""Loaders returning lists and strings whose ``.source`` and ``.describe()`` say where the data came from; with
+``fallback=True`` a tiny bundled sample (and a warning) stands in for missing data, never for a corrupt file."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ _BR = re.compile(r"(?:\s*<br\s*/?>\s*)+", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class DataSource:
-    """Where a loader's data came from: ``kind`` is ``"data_dir"`` (a verified file already in the data folder),
-    ``"downloaded"`` (fetched by this call) or ``"sample"`` (the tiny bundled fallback)."""
+    """Where a loader's data came from: ``kind`` is ``"data_dir"``, ``"downloaded"`` (by this call) or ``"sample"``."""
 
     kind: str
     location: str
@@ -186,8 +184,8 @@ def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, f
 
 def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool = True,
                       download: bool = True, progress: bool = True) -> Examples:
-    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs; empty reviews are dropped (the real file has 7,766
-    rows, one of them empty, so 7,765 come back). There is no official split: see :func:`train_test_split`."""
+    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs, empty ones dropped (7,765 of 7,766 rows); no official
+    split: see :func:`train_test_split`."""
     try:
         path, kind = _fetch_with_kind("chnsenticorp", data_dir, download, progress)
     except DataUnavailable as exc:

@@ -1,5 +1,4 @@
-"""Which datasets the course uses, where they live on disk (:func:`data_dir`), and their size and sha256 (which
-catches a download cut short or a file edited by hand)."""
+"""Which datasets the course uses, where they live on disk (:func:`data_dir`), their size and sha256."""
 
 from __future__ import annotations
 
@@ -96,9 +95,8 @@ def get_resource(name: str) -> Resource:
 
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """The data folder: ``path``, else ``$COURSE_DATA_DIR``, else ``$XDG_CACHE_HOME/transformers-course``
-    (``~/.cache/transformers-course``); not created here. A relative ``COURSE_DATA_DIR`` missing from the current
-    directory is also tried from each parent folder (notebooks run inside ``notebooks/en``)."""
+    """The data folder: ``path``, else ``$COURSE_DATA_DIR`` (a relative one also from each parent folder, as
+    notebooks run inside ``notebooks/en``), else ``$XDG_CACHE_HOME/transformers-course``; not created here."""
     if path is not None:
         return Path(path).expanduser().absolute()
     env = os.environ.get("COURSE_DATA_DIR", "").strip()
