@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .validation import check_int, check_int_tensor, check_rank, check_same_device, check_tensor, reads_values
+from .validation import check_int, check_rank, check_same_device, check_tensor, reads_values
 
 
 def _check_bool(mask: torch.Tensor, who: str, fix: str = "use mask.bool()") -> torch.Tensor:
@@ -21,19 +21,6 @@ def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """``True`` for real tokens, ``False`` for padding. ids ``(B, T)`` -> mask ``(B, 1, 1, T)``."""
     check_rank(ids, "ids", (2,), "(B, T) token ids")
     return (ids != check_int(pad_id, "pad_id", None))[:, None, None, :]
-
-
-def lengths_to_padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
-    """``lengths (B,)`` (integers >= 0) -> ``(B, 1, 1, T)`` with ``True`` at positions ``< length``."""
-    check_int_tensor(check_rank(lengths, "lengths", (1,), "(B,)"), "lengths")
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
-    longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else check_int(max_len, "max_len", 0)
-    if longest > max_len:
-        raise ValueError(f"a length of {longest} does not fit max_len={max_len}: raise max_len or truncate")
-    positions = torch.arange(max_len, device=lengths.device)
-    return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:

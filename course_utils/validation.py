@@ -77,14 +77,6 @@ def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
-def check_int_tensor(x: torch.Tensor, name: str) -> torch.Tensor:
-    """Raise ``TypeError`` unless ``x`` is a tensor of integers (not bool, float or complex)."""
-    check_tensor(x, name)
-    if x.dtype == torch.bool or torch.is_floating_point(x) or torch.is_complex(x):
-        raise TypeError(f"{name} must be an integer tensor (torch.long), got {x.dtype}: convert with .long()")
-    return x
-
-
 def check_vectors(x, name: str, size: int, device: torch.device | None = None, dtype: torch.dtype | None = None,
                   owner: str = "the module", layout: str | None = None) -> torch.Tensor:
     """The input check of a layer over ``size``-vectors: a float tensor ``(…, size)`` (of rank 3 when a ``layout``
@@ -121,7 +113,8 @@ def check_dtype(x: torch.Tensor, name: str, expected: torch.dtype, owner: str = 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids") -> torch.Tensor:
     """Raise unless ``ids`` is an integer tensor with values in ``[0, vocab_size)`` (read as ``reads_values`` says)."""
-    check_int_tensor(ids, name)
+    if check_tensor(ids, name).dtype == torch.bool or torch.is_floating_point(ids) or torch.is_complex(ids):
+        raise TypeError(f"{name} must be an integer tensor (torch.long), got {ids.dtype}: convert with .long()")
     if ids.dtype not in (torch.int64, torch.int32):  # what nn.Embedding indexes with (uint8 would read as a mask)
         raise TypeError(f"{name} must be int64 (or int32), got {ids.dtype}: convert them with ids.long()")
     if not ids.numel() or not reads_values(ids):

@@ -43,7 +43,7 @@ from course_utils.data.datasets import Examples, train_test_split
 from course_utils.data.registry import Resource
 from course_utils.decoding import beam_search, generate, greedy_decode
 from course_utils.layers import PositionwiseFeedForward
-from course_utils.masks import causal_mask, lengths_to_padding_mask, padding_mask, to_torch_attn_mask
+from course_utils.masks import causal_mask, padding_mask, to_torch_attn_mask
 from course_utils.sampling import sample_next, sampling_distribution
 from course_utils.tokenizers import Tokenizer, WordTokenizer, pad_batch
 from course_utils.wordpiece import WordPieceTokenizer
@@ -338,7 +338,7 @@ def class1_sweep() -> list[Case]:
 
 def cases() -> list[Case]:
     x4 = torch.randn(4, 4, 8)
-    pm4 = lengths_to_padding_mask(torch.tensor([4, 3, 2, 1]))[:, 0, 0]  # (B, T) with B == T
+    pm4 = torch.arange(4) < torch.tensor([4, 3, 2, 1])[:, None]  # a (B, T) padding mask with B == T
     left = padding_mask(torch.tensor([[0, 0, 1, 2, 3], [0, 0, 0, 0, 0]]))  # an all-padding row too
     p1, p2 = torch.randint(0, 20, (1, 4)), torch.randint(0, 20, (1, 3))
     return [
