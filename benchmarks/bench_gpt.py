@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shlex
 import statistics
@@ -27,6 +28,7 @@ from pathlib import Path
 import torch
 
 from course_utils import gpt_train
+from course_utils.data import load_tiny_shakespeare
 
 
 def spread(values: list[float]) -> dict:
@@ -71,6 +73,9 @@ def main(argv=None) -> dict:
     p.add_argument("--note", default="", help="recorded in the JSON, e.g. what else ran on the machine")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
+    # A benchmark on the bundled sample would record a loss that means nothing: tiny-shakespeare or --text-file.
+    data = args.text_file or f"tiny-shakespeare ({load_tiny_shakespeare(fallback=False).source.kind})"
+    load_at_start = os.getloadavg()[0]                     # other processes on the machine, recorded with the result
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
     amps = ["off", "bf16"] + (["fp16"] if cuda else [])
@@ -103,11 +108,14 @@ def main(argv=None) -> dict:
               "bf16_speedup": spread([f / b for f, b in zip(times["float32"], times["bf16"])]),
               "autocast_speedup": spread([f / a for f, a in zip(times["float32"], times["autocast"])])}
     name = torch.cuda.get_device_name() if cuda else "CPU"
+    threads_env = f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} " if "OMP_NUM_THREADS" in os.environ else ""
     result = {"device": name, "preset": args.preset, "steps": args.steps, "repeats": args.repeats,
-              "seed": args.seed, "command": "python benchmarks/bench_gpt.py " + shlex.join(sys.argv[1:] if argv is None
-                                                                                           else argv),
+              "seed": args.seed, "data": data,
+              "command": threads_env + "python benchmarks/bench_gpt.py " + shlex.join(sys.argv[1:] if argv is None
+                                                                                      else argv),
               "torch": torch.__version__, "machine": platform.machine(), "cpu_bf16_flags": cpu_bf16_flags(),
-              "threads": torch.get_num_threads(), "note": args.note, "rows": rows, "matmul": matmul}
+              "threads": torch.get_num_threads(), "note": args.note,
+              "load_average_1min": {"start": load_at_start, "end": os.getloadavg()[0]}, "rows": rows, "matmul": matmul}
     base = rows[0]["tokens_per_s"]
     print(f"\nGPT '{args.preset}' on {name}, {args.steps} steps per run, {args.repeats} runs per row; tokens/s after "
           "the first quarter of the steps: median [min, max]")

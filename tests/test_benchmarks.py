@@ -45,7 +45,8 @@ def test_gpt_benchmark_rows_for_every_precision(tmp_path):
                                str(text), "--json", str(out)])
     result = json.loads(out.read_text())
     assert [row["amp"] for row in result["rows"]] == ["off", "bf16"]              # + fp16 on CUDA
-    assert result["seed"] == 3 and result["command"].startswith("python benchmarks/bench_gpt.py --preset tiny")
+    assert result["seed"] == 3 and "python benchmarks/bench_gpt.py --preset tiny" in result["command"]
+    assert result["data"] == str(text)
     for row in result["rows"]:
         assert row["repeats"] == len(row["tokens_per_s_runs"]) == 2
         assert row["tokens_per_s_min"] <= row["tokens_per_s"] <= row["tokens_per_s_max"]

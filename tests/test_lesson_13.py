@@ -40,12 +40,13 @@ def tiny():
 
 def test_wordpiece_steps(tiny, capsys):
     _, tok = tiny
-    steps = l13.wordpiece_steps("unaffable", tok.stoi)
-    assert [s["piece"] for s in steps] == ["una", "##ffa", "##ble"]
+    steps = l13.print_wordpiece_steps("unaffable", tok)
+    assert [s["piece"] for s in steps] == ["una", "##ffa", "##ble"] == tok.wordpiece("unaffable")
     assert [s["start"] for s in steps] == [0, 3, 6]
-    assert steps[0]["tried"] == len("unaffable") - 2              # 'unaffable' … 'unaf' fail, 'una' matches
-    assert l13.wordpiece_steps("unx", tok.stoi)[-1]["piece"] == "[UNK]"
-    l13.print_wordpiece_steps("unx", tok)
+    # 'unaffable' ... 'unaf' fail, 'una' matches; then '##ffable' ... '##ffab' fail, '##ffa'; then '##ble' at once.
+    assert [s["tried"] for s in steps] == [len("unaffable") - 2, 4, 1]
+    assert "    0                 7  una" in capsys.readouterr().out
+    assert l13.print_wordpiece_steps("unx", tok)[-1]["piece"] == "[UNK]"
     assert "[UNK]" in capsys.readouterr().out
     l13.print_tokens(tok, ["a man"])
     assert "[CLS] a man [SEP]" in capsys.readouterr().out

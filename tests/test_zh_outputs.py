@@ -199,8 +199,8 @@ def _in_ci() -> bool:
 
 def _executed(notebook: Path) -> dict:
     """The copy of ``notebook`` that this pytest run (or an earlier one) executed; skip or fail when there is none."""
-    copy = EXECUTED / notebook.name
-    run = f"pytest --nbval-lax --nbval-current-env notebooks/zh/{notebook.name}"
+    copy = EXECUTED.parent / notebook.parent.name / notebook.name
+    run = f"pytest --nbval-lax --nbval-current-env notebooks/{notebook.parent.name}/{notebook.name}"
     reason = None
     if not copy.is_file():
         reason = f"no executed copy {copy.relative_to(ROOT)} (the notebook failed or did not run): {run}"
@@ -223,6 +223,40 @@ def test_chinese_notebook_prints_no_english(notebook):
     assert not problems, (f"{len(problems)} English output line(s) in the Chinese notebook: print them through "
                           "pick()/tr(), or, for a library's message, print a Chinese explanation after it:\n"
                           + "\n".join(problems))
+
+
+# The datasets the lessons train on, as the course's own copies (name in course_utils.data.registry).
+LESSON_DATASETS = ("tiny-shakespeare", "sst2-train", "sst2-dev", "tatoeba-cmn")
+
+
+def _course_copies_in_data_dir() -> bool:
+    """True when COURSE_DATA_DIR holds the course's copy (same sha256) of every dataset a lesson trains on, as in CI."""
+    from course_utils.data.download import sha256_file
+    from course_utils.data.registry import get_resource
+
+    folder = os.environ.get("COURSE_DATA_DIR")
+    if not folder:
+        return False
+    for name in LESSON_DATASETS:
+        resource = get_resource(name)
+        path = Path(folder) / resource.path
+        if not path.is_file() or sha256_file(path) != resource.sha256:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*/*.ipynb")),
+                         ids=lambda path: f"{path.parent.name}-{path.stem}")
+def test_no_lesson_warns_about_its_data_on_the_course_data(notebook):
+    """On the course's own data every comparison with a course model runs: no "⚠" line or sample-data warning
+    (sample data, another release, a vocabulary or split that differs), since each means a comparison or an assert
+    was skipped. Without those copies (a student offline, another release) the lessons say so and go on."""
+    if not _course_copies_in_data_dir():
+        pytest.skip("COURSE_DATA_DIR does not hold the course's copies of the lessons' datasets")
+    signs = ("⚠", "SampleDataWarning", "not the course's copy")
+    warned = [line for cell in _executed(notebook)["cells"] if cell["cell_type"] == "code"
+              for line in output_texts(cell) if any(sign in line for sign in signs)]
+    assert not warned, f"{notebook.parent.name}/{notebook.name} ran on the course's data but warned: {warned}"
 
 
 def test_the_scanner_flags_what_it_is_for():

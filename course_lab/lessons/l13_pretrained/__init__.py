@@ -52,36 +52,27 @@ def _short(text: str, n: int = 34) -> str:
 # WordPiece, step by step
 # ------------------------------------------------------------------------------------------------------------
 
-def wordpiece_steps(word: str, vocab) -> list[dict]:
-    """The greedy longest-match-first search for one (already normalised) word, step by step.
-
-    One dict per piece: ``start`` (character offset), ``piece`` (the match, or ``[UNK]``), ``tried`` (how many
-    candidates were looked up, longest first). A word with an unmatched rest ends with an ``[UNK]`` step.
-    """
-    steps, start = [], 0
-    while start < len(word):
-        tried = 0
-        for end in range(len(word), start, -1):
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            tried += 1
-            if piece in vocab:
-                steps.append({"start": start, "piece": piece, "tried": tried})
-                start = end
-                break
-        else:
-            steps.append({"start": start, "piece": UNK, "tried": tried})
-            break
-    return steps
-
-
 def print_wordpiece_steps(word: str, tokenizer, lang=None) -> list[dict]:
-    """Print the search of :func:`wordpiece_steps` as a small table; returns the steps."""
+    """Print, as a small table, how the greedy longest-match-first search reached ``tokenizer.wordpiece(word)``.
+
+    The pieces come from the course's tokenizer (the search itself is lesson 13's exercise 4, so it is not written
+    here a second time); each row adds what the search did to find the piece: its ``start`` (character offset) and
+    how many candidates it ``tried``, longest first: the rest ``word[start:]`` has ``len(word) - start`` of them
+    before it reaches the piece. Returns one dict per piece; a word with no split is one ``[UNK]`` row.
+    """
     code = viz.use_language(lang)
-    steps = wordpiece_steps(word, tokenizer.stoi)
-    head = i18n.pick({"en": "start  candidates tried  piece", "zh": "起点  尝试的候选数  匹配到的片段"}, code)
-    print(head)
+    steps, start = [], 0
+    for piece in tokenizer.wordpiece(word):
+        if piece == UNK:
+            steps = [{"start": None, "piece": UNK, "tried": None}]
+            break
+        length = len(piece.removeprefix("##")) if start else len(piece)
+        steps.append({"start": start, "piece": piece, "tried": len(word) - start - length + 1})
+        start += length
+    print(i18n.pick({"en": "start  candidates tried  piece", "zh": "起点  尝试的候选数  匹配到的片段"}, code))
     for s in steps:
-        print(f"{s['start']:>5}  {s['tried']:>16}  {s['piece']}")
+        if s["piece"] != UNK:
+            print(f"{s['start']:>5}  {s['tried']:>16}  {s['piece']}")
     if steps and steps[-1]["piece"] == UNK:
         print(i18n.pick({"en": "→ some rest matched nothing: the whole word becomes [UNK]",
                          "zh": "→ 剩下的部分什么都匹配不上：整个词变成 [UNK]"}, code))

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import course_utils.pooling
 from course_utils.pretrained import SentenceEncoder
-from course_utils.wordpiece import WordPieceTokenizer
+from course_utils.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
 from ...exercises import (
     attempt,
@@ -182,20 +182,6 @@ def check_symmetric_loss(fn) -> bool:
                   "正确：这就是 CLIP 的对称对比损失，两个方向都用了批内负例。")
 
 
-def _greedy_pieces(word: str, vocab) -> list[str]:
-    """The check's own greedy longest-match-first split of one word (``["[UNK]"]`` when a rest matches nothing)."""
-    out, start = [], 0
-    while start < len(word):
-        end = len(word)
-        while end > start and (word[start:end] if start == 0 else "##" + word[start:end]) not in vocab:
-            end -= 1
-        if end == start:
-            return ["[UNK]"]
-        out.append(word[start:end] if start == 0 else "##" + word[start:end])
-        start = end
-    return out
-
-
 _TOY_VOCAB = {"[UNK]", "un", "una", "##ff", "##ffa", "##able", "##ble", "##a", "play", "##ing", "##s", "p",
               "##l", "##ay", "token", "##ization", "##ize", "##r"}
 _TOY_WORDS = {"unaffable": ["una", "##ffa", "##ble"], "playing": ["play", "##ing"], "plays": ["play", "##s"],
@@ -214,7 +200,9 @@ def check_wordpiece(fn) -> bool:
     g = fresh_generator()                                      # one word drawn afresh: no table of the words passes
     pieces = sorted(p.removeprefix("##") for p in _TOY_VOCAB if p != "[UNK]")
     drawn = "".join(pieces[fresh_int(0, len(pieces), g)] for _ in range(fresh_int(1, 4, g)))
-    for word, want in [*_TOY_WORDS.items(), (drawn, _greedy_pieces(drawn, _TOY_VOCAB))]:
+    # The drawn word's answer comes from the course's tokenizer over the same vocabulary (before any watching).
+    reference = WordPieceTokenizer([*SPECIAL_TOKENS, *sorted(_TOY_VOCAB - set(SPECIAL_TOKENS))])
+    for word, want in [*_TOY_WORDS.items(), (drawn, reference.wordpiece(drawn))]:
         with watching(fn, targets) as calls:
             ok, got = attempt(fn, word, set(_TOY_VOCAB))
         if not ok:
