@@ -6,8 +6,8 @@ they run here instead: each probe with the lesson's setup cell and the earlier c
 
 from __future__ import annotations
 
-import ast
 import os
+import symtable
 from pathlib import Path
 
 import build_notebooks as bn
@@ -23,17 +23,22 @@ def _code_cells(lesson: Path, edition: str) -> list[dict]:
 
 
 def _names(code: str) -> tuple[set[str], set[str]]:
-    """(names the cell binds at top level, names it reads); reads include names bound later in the same cell,
-    which over-approximates a little and only ever adds a cell."""
-    tree = ast.parse(code)
-    bound, read = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
+    """(names the cell binds at top level, module-level names it reads). From the compiler's own symbol tables: a
+    name local to a function, lambda or comprehension of the cell (a loop variable, a parameter) is neither bound
+    nor read at top level; a name such a scope reads from the module is a read. Reads include names bound later in
+    the same cell, which over-approximates a little and only ever adds a cell."""
+    table = symtable.symtable(code, "cell", "exec")
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    read: set[str] = set()
+
+    def visit(scope: symtable.SymbolTable) -> None:
+        for s in scope.get_symbols():
+            if s.is_referenced() and (scope is table or s.is_global()):
+                read.add(s.get_name())
+        for child in scope.get_children():
+            visit(child)
+
+    visit(table)
     return bound, read
 
 

@@ -32,6 +32,7 @@ known English lines in :func:`test_the_scanner_flags_what_it_is_for`, which need
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -229,6 +230,7 @@ def test_chinese_notebook_prints_no_english(notebook):
 LESSON_DATASETS = ("tiny-shakespeare", "sst2-train", "sst2-dev", "tatoeba-cmn")
 
 
+@functools.lru_cache(maxsize=1)
 def _course_copies_in_data_dir() -> bool:
     """True when COURSE_DATA_DIR holds the course's copy (same sha256) of every dataset a lesson trains on, as in CI."""
     from course_utils.data.download import sha256_file
