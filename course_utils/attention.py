@@ -1,7 +1,5 @@
-"""Scaled dot-product attention (lessons 03, 04, 05): softmax(Q Kᵀ / √d_k + M) V (Vaswani et al., eq. 1).
-
-``need_weights=True`` writes it out (the T_q × T_k weights for plots; float32 inside for fp16/bf16 inputs), while
-``need_weights=False`` calls the fused ``F.scaled_dot_product_attention`` (the same numbers). Masks: ``masks.py``."""
+"""Scaled dot-product attention (lessons 03-05): softmax(Q Kᵀ / √d_k + M) V (Vaswani et al., eq. 1), written out
+for the T_q × T_k weights (``need_weights=True``) or by the fused ``F.scaled_dot_product_attention`` (same numbers)."""
 
 from __future__ import annotations
 
@@ -87,11 +85,9 @@ def attention_with_weights(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *, dropout_p: float = 0.0,
     need_weights: bool = True, scale: float | None = None, is_causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """softmax(q kᵀ · scale + M) v with scale = 1/√d_k by default (lesson 03); returns ``(out, weights)``.
-
-    q ``(…, T_q, d_k)``, k ``(…, T_k, d_k)``, v ``(…, T_k, d_v)``; ``out (…, T_q, d_v)``, ``weights (…, T_q, T_k)``
-    (``None`` with ``need_weights=False``, which takes the fused fast path). Unlike
-    ``F.scaled_dot_product_attention`` it returns the pair, and rows with every key masked give zeros, not NaN."""
+    """softmax(q kᵀ · scale + M) v, scale = 1/√d_k by default: q ``(…, T_q, d_k)``, k ``(…, T_k, d_k)``, v ``(…, T_k,
+    d_v)`` -> ``(out (…, T_q, d_v), weights (…, T_q, T_k) or None with need_weights=False)``; a row with every key
+    masked gives zeros, not NaN. fp16/bf16 inputs are computed in float32."""
     _check_qkv(q, k, v)
     dropout_p = check_probability(dropout_p, "dropout_p")
     check_bool(need_weights, "need_weights")

@@ -1,5 +1,5 @@
-"""Scale a lesson's model size and step count with the hardware: lessons never skip work on a slow machine, they
-train a smaller model for fewer steps. ``COURSE_BUDGET=small|full`` overrides the choice (GPU settings on a CPU)."""
+"""Scale a lesson's model size and step count with the hardware: a smaller model for fewer steps on a CPU, never
+skipped work. ``COURSE_BUDGET=small|full`` overrides the choice."""
 
 from __future__ import annotations
 

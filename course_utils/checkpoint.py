@@ -1,9 +1,6 @@
-"""Safe, atomic, resumable checkpoints (lesson 09; used by ``course_utils.train.fit``).
-
-One ``torch.save`` dict of tensors and plain values (``format``, ``step``, ``model``, ``optimizer`` / ``scheduler``
-state dicts and ``*_type`` names, ``history``, ``rng``, ``extra``, ``torch_version``), read back only with
-``torch.load(path, weights_only=True)``. Writes are atomic, verified and hold Ctrl+C until the file is complete;
-reads check every zip CRC-32 first; temp files of a killed save are removed by the next save or load."""
+"""Safe, atomic, resumable checkpoints (lesson 09, ``fit``): one ``torch.save`` dict of tensors and plain values
+(step, state dicts and their types, history, RNG states, extra), read back only with ``weights_only=True``; the file
+layer (atomic writes, Ctrl+C held, CRC-32 checks, stale temp files) is ``safe_files``."""
 
 from __future__ import annotations
 
@@ -93,10 +90,8 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
                     scheduler: Any = None, step: int = 0, history: Any = None,
                     extra: dict[str, Any] | None = None) -> Path:
     """Atomically write a checkpoint (with the RNG states) after ``step`` completed updates; return the path.
-
-    ``history``: a ``course_utils.train.History``, a plain dict or ``None``. ``extra``: tensors and plain values;
-    numpy scalars are stored as Python numbers, anything the safe loader could not read back (a datetime, a
-    numpy array, an object, also in a model's extra state or a schedule's state) is refused with a ``TypeError``."""
+    ``history``: a ``History``, a dict or ``None``; anything the safe loader could not read back (a datetime, a numpy
+    array, an object, also in a state dict) is refused with a ``TypeError``; numpy scalars become Python numbers."""
     _check_parts(model, optimizer, scheduler)
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
@@ -165,15 +160,9 @@ def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: A
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     scheduler: Any = None, map_location: Any = None, *, restore_rng: bool = False) -> dict[str, Any]:
-    """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler`` if given); return the whole dict
-    (``"step"``, ``"history"`` as a plain dict, ``"extra"``, the state dicts).
-
-    ``map_location=None`` reads tensors onto the CPU (a GPU checkpoint opens anywhere); ``restore_rng=True`` (as
-    ``fit`` resumes) restores the global RNG states. Resuming needs the saved run's kind of optimizer, and a
-    scheduler exactly when it had one (else :class:`CheckpointError`)."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a directory: pass the checkpoint file inside it, e.g. {path / 'last.pt'}")
+    """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler``, which must be of the saved run's kinds);
+    return the whole dict. ``map_location=None``: tensors onto the CPU; ``restore_rng``: the global RNG states too."""
+    path = check_file_path(path, "checkpoint path")
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}: check the path, or train with fit(checkpoint_path=...)")
     _check_parts(model, optimizer, scheduler)

@@ -1,6 +1,5 @@
-"""The hyperparameters every layer of a model shares, in one object (lessons 06, 07, 09–12): every model
-takes them as keywords, e.g. ``GPT(65, dropout=0.1, attn_dropout=0.0, bias=False)``, and hands one ``LayerConfig`` to
-each of its layers and to its final norm. A leaf: it imports nothing from course_utils but ``validation``."""
+"""The hyperparameters every layer of a model shares (lessons 06-12): models take them as keywords, e.g.
+``GPT(65, dropout=0.1, bias=False)``, and hand one ``LayerConfig`` to every layer. A leaf (imports ``validation``)."""
 
 from __future__ import annotations
 
@@ -33,11 +32,10 @@ def check_pad_id(pad_id, vocab_size: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class LayerConfig:
-    """``dropout``: residual (and embedding) dropout; ``attn_dropout`` (attention weights) and ``ffn_dropout``
-    (between the FFN's linear maps) default to it. ``activation``: ``"relu"`` (the paper), ``"gelu"`` (BERT) or
-    ``"gelu_tanh"`` (GPT-2); ``norm_first``: pre-norm x + F(LN(x)) (GPT-2) instead of post-norm LN(x + F(x));
-    ``eps``: ε of every norm; ``norm``: ``"layer"`` or ``"rms"``; ``bias``: the biases of every linear map and β.
-    The only defaults."""
+    """``dropout``: residual (and embedding) dropout; ``attn_dropout`` / ``ffn_dropout`` default to it.
+    ``activation``: ``"relu"`` (the paper), ``"gelu"`` (BERT) or ``"gelu_tanh"`` (GPT-2); ``norm_first``: pre-norm
+    x + F(LN(x)) instead of post-norm LN(x + F(x)); ``eps`` and ``norm`` (``"layer"``/``"rms"``) of every norm;
+    ``bias``: of every linear map and β. The only defaults."""
 
     dropout: float = 0.1
     attn_dropout: float | None = None
@@ -49,7 +47,6 @@ class LayerConfig:
     bias: bool = True
 
     def __post_init__(self):
-        # Refused when the config is made, with the messages the layers give, not later when a layer reads it.
         for name in ("dropout", "attn_dropout", "ffn_dropout"):
             if getattr(self, name) is not None:
                 check_probability(getattr(self, name), name)
@@ -60,13 +57,13 @@ class LayerConfig:
         check_positive(self.eps, "eps")
 
     @classmethod
-    def merge(cls, given: dict, **defaults) -> LayerConfig:
-        """The model's ``defaults`` overridden by the keywords the caller ``given``; unknown keywords refused."""
+    def merge(cls, given: dict, config: LayerConfig | None = None, **defaults) -> LayerConfig:
+        """``config``, or the model's ``defaults`` overridden by the keywords the caller ``given``; unknown keywords,
+        or keywords beside a ``config``, refused."""
+        if config is not None and given:
+            raise TypeError(f"pass either config= or layer keywords {sorted(given)}, not both")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(given) - names)
         if unknown:
             raise TypeError(f"unknown keyword(s) {unknown}; layer hyperparameters are {sorted(names)}")
-        return cls(**{**defaults, **given})
-
-    def as_kwargs(self) -> dict:
-        return dataclasses.asdict(self)
+        return config or cls(**{**defaults, **given})

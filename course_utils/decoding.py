@@ -1,8 +1,7 @@
 """Turning a trained model into sequences (lessons 10, 11): ``greedy_decode`` (y_t = argmax_y P(y | y_<t, X)),
-``beam_search`` (the ``beam_size`` best partial hypotheses by Σ log P, finished ones ranked by score / lp(L) with GNMT's
-lp(L) = ((5 + L) / 6)^α, Wu et al., 2016), ``generate`` / ``stream_tokens`` (sampling a ``GPT``). All run under
-``modes.evaluating`` (eval mode, no gradients, the caller's mode restored) and feed only the newest token per step
-with a ``KVCache``; ``use_cache=False`` recomputes the prefix (same numbers, slower)."""
+``beam_search`` (the ``beam_size`` best hypotheses by Σ log P, finished ones ranked by score / lp(L), GNMT's
+lp(L) = ((5 + L) / 6)^α), ``generate`` / ``stream_tokens`` (sampling a ``GPT``). All run under ``modes.evaluating``
+and feed only the newest token per step with a ``KVCache`` (``use_cache=False``: the same numbers, slower)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
     python -m course_utils.gpt_train --preset baby --amp bf16 --compile # nanoGPT's "baby GPT": 6L/6H/384, ctx 256
     torchrun --nproc_per_node 2 -m course_utils.gpt_train --steps 200   # DistributedDataParallel (gloo on CPU)
 
-Under torchrun every process builds the same model, draws its own batches (``lm_batches`` seeded by rank) and
-all-reduces gradients in ``backward``; only rank 0 evaluates, checkpoints and prints (a JSON summary last)."""
+Under torchrun each rank draws its own batches and all-reduces gradients; rank 0 evaluates, checkpoints, prints."""
 
 from __future__ import annotations
 

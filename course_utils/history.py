@@ -15,11 +15,9 @@ _RESERVED = (*_LISTS, "interrupted")
 
 @dataclass
 class History:
-    """What ``fit`` recorded, as plain lists: ``plt.plot(h.step, h.loss)`` or ``viz.plot_history(h)``.
-
-    ``step[i]``: the (0-based) update index, ``loss[i]`` its training loss, ``lr[i]`` its learning rate, ``elapsed[i]``
-    the seconds since training began (summed across resumes). ``val_step`` and ``metrics = {"val_loss": [...]}`` are
-    aligned (NaN where a metric was not returned). ``interrupted``: stopped with Ctrl+C or the Jupyter stop button."""
+    """What ``fit`` recorded, as plain lists (``plt.plot(h.step, h.loss)``): per update its index, loss, learning
+    rate and seconds since the start (summed across resumes); ``val_step`` aligned with each list of ``metrics`` (NaN
+    where a metric was not returned); ``interrupted`` by Ctrl+C or the Jupyter stop button."""
 
     step: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)

@@ -1,6 +1,5 @@
-"""Copy weights between ``course_utils`` modules and PyTorch's ``torch.nn`` Transformer modules, both ways:
-``load_from_torch(ours, theirs)`` (torch → ours; per-module names such as ``load_mha_from_torch`` accept one torch
-type only) and ``copy_to_torch(ours, theirs)``. Both stack W^Q, W^K, W^V in one (3·d_model, d_model) matrix."""
+"""Copy weights between ``course_utils`` modules and ``torch.nn``'s Transformer modules, both ways
+(``load_from_torch``, ``copy_to_torch``); both stack W^Q, W^K, W^V in one (3·d_model, d_model) matrix."""
 
 from __future__ import annotations
 
@@ -97,8 +96,7 @@ def load_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
 
 
 def copy_to_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
-    """The other direction: copy our module's weights into the ``torch.nn`` module of the same role; returns
-    ``theirs``. Build it with the same sizes (and ``batch_first=True``, ``norm_first`` as ours)."""
+    """Copy our module's weights into the ``torch.nn`` module of the same role (same sizes, ``batch_first=True``)."""
     _transfer(ours, theirs, to_ours=False)
     return theirs
 

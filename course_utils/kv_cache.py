@@ -1,7 +1,6 @@
-"""The key/value cache of incremental decoding (lessons 10, 11 and 14): past keys and values do not change, so a
-decoder feeds only the new token. Self-attention **appends** its K and V (``append``); cross-attention projects the
-encoder memory once and reuses it while it is the same tensor (``cross``). ``offset`` counts the positions processed
-(where the next positional encoding starts). One cache serves one model and one batch: ``reset()`` starts over."""
+"""The key/value cache of incremental decoding (lessons 10, 11, 14): past keys and values do not change, so a decoder
+feeds only the new token. Self-attention **appends** its K and V; cross-attention projects the encoder memory once.
+``offset`` counts the positions processed. One cache serves one model and one batch: ``reset()`` starts over."""
 
 from __future__ import annotations
 
@@ -27,9 +26,8 @@ class KVCache:
         return self
 
     def bind(self, model: nn.Module, n_new: int = 1, extend: bool = False) -> None:
-        """Tie the cache to ``model`` (models call this with the ``n_new`` tokens they are fed): the entries of one
-        model mean nothing to another, and several tokens into a non-empty cache are a prefill, i.e. a new prompt,
-        unless ``extend=True`` says they continue the cached sequence."""
+        """Tie the cache to ``model`` (called with the ``n_new`` tokens it is fed); several tokens into a non-empty
+        cache are a new prompt, refused unless ``extend=True`` says they continue the cached sequence."""
         if self.owner is not None and self.owner is not model:
             raise ValueError(f"this KVCache holds the keys and values of another {type(self.owner).__name__}: create "
                              "one KVCache per model and per batch (or call cache.reset() before reusing it)")

@@ -17,7 +17,7 @@ from .config import LayerConfig, check_activation
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention
 from .norm import make_norm
-from .validation import check_bool, check_float, check_int, check_last_dim, check_probability, check_rank
+from .validation import check_bool, check_int, check_probability, check_rank, check_vectors
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}  # tanh: GPT-2
 
@@ -33,7 +33,7 @@ class PositionwiseFeedForward(nn.Module):
         self.dropout = nn.Dropout(check_probability(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_last_dim(check_float(x, "x"), "x", self.linear1.in_features)  # (…, C)
+        check_vectors(x, "x", self.linear1.in_features)  # (…, C)
         return self.linear2(self.dropout(self.activation(self.linear1(x))))  # (B, T, d_ff) -> (B, T, C)
 
 
@@ -61,9 +61,7 @@ class _Layer(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, config: LayerConfig | None = None, **layer):
         super().__init__()
-        if config is not None and layer:
-            raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
-        c = config or LayerConfig.merge(layer)
+        c = LayerConfig.merge(layer, config)
         p_attn = c.dropout if c.attn_dropout is None else c.attn_dropout
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=p_attn, bias=c.bias)
         if self.n_sublayers == 3:

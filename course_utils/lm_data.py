@@ -1,6 +1,5 @@
-"""Batches for language modelling: random windows of a token stream (lessons 11 and 12, the GPT trainer).
-Offsets come from a generator seeded with ``(seed, rank, step)``: a resumed run sees exactly the same batches, and
-every DDP process sees different data without any communication."""
+"""Batches for language modelling: random windows of a token stream (lessons 11, 12, the GPT trainer), seeded with
+``(seed, rank, step)``: a resumed run sees the same batches, every DDP process different ones."""
 
 from __future__ import annotations
 

@@ -53,15 +53,10 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
 def cross_entropy(
     logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
 ) -> Tensor:
-    """Cross-entropy of integer targets, built on :func:`log_softmax` (lesson 08): ``logits (N, V)`` with ``targets
-    (N,)`` or ``logits (B, T, V)`` with ``targets (B, T)``, classes **last** as a language-model head outputs them
-    (``F.cross_entropy`` wants ``(B, V, T)``). With ``p = softmax(logits_i)`` and smoothing ``eps`` (PyTorch's)::
-
-        loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])
-
-    ``ignore_index`` positions give 0 and are not counted. ``reduction``: ``"mean"`` (over the counted positions),
-    ``"sum"`` or ``"none"`` (shaped like ``targets``). All ignored: the mean is ``0.0`` with a zero gradient
-    (``F.cross_entropy``: ``nan``): padding cannot poison training. fp16/bf16 logits are upcast to float32."""
+    """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)`` (lesson 08), for
+    ``logits (N, V)`` / ``targets (N,)`` or ``logits (B, T, V)`` / ``targets (B, T)``: classes **last**, unlike
+    ``F.cross_entropy``'s ``(B, V, T)``. ``ignore_index`` positions give 0 and are not counted; ``reduction``
+    ``"mean"`` (all ignored: ``0.0``, not torch's ``nan``), ``"sum"`` or ``"none"``. fp16/bf16 logits: float32."""
     _check_targets(logits, targets, ignore_index)
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction={reduction!r} is not supported: use 'mean', 'sum' or 'none'")

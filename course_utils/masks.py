@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .validation import check_int, check_int_tensor, check_rank, check_same_device, check_tensor, reads_values
+from .validation import check_int, check_rank, check_same_device, check_tensor, reads_values
 
 
 def _check_bool(mask: torch.Tensor, who: str, fix: str = "use mask.bool()") -> torch.Tensor:
@@ -21,19 +21,6 @@ def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """``True`` for real tokens, ``False`` for padding. ids ``(B, T)`` -> mask ``(B, 1, 1, T)``."""
     check_rank(ids, "ids", (2,), "(B, T) token ids")
     return (ids != check_int(pad_id, "pad_id", None))[:, None, None, :]
-
-
-def lengths_to_padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
-    """``lengths (B,)`` (integers >= 0) -> ``(B, 1, 1, T)`` with ``True`` at positions ``< length``."""
-    check_int_tensor(check_rank(lengths, "lengths", (1,), "(B,)"), "lengths")
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
-    longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else check_int(max_len, "max_len", 0)
-    if longest > max_len:
-        raise ValueError(f"a length of {longest} does not fit max_len={max_len}: raise max_len or truncate")
-    positions = torch.arange(max_len, device=lengths.device)
-    return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
@@ -56,10 +43,9 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask", device=None) -> torch.Tensor:
-    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape`` (each mask
-    dimension equals the scores' or is 1). Refused too, with the fix: integer masks (0/1: keep or block?), a rank-3
-    mask for 4-D scores (batch or heads first?), a float mask of only 0 and 1 (a keep-mask read as "add 1"), NaN or
-    +inf in an additive mask, a mask on another ``device``. Value checks follow ``validation.reads_values``."""
+    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``; refused
+    with the fix: integer masks, a rank-3 mask for 4-D scores, a float mask of only 0 and 1 (a keep-mask read as "add
+    1"), NaN or +inf in an additive mask, another ``device``. Value checks follow ``validation.reads_values``."""
     check_tensor(mask, name)
     scores_shape = tuple(scores_shape)
     four_d = len(scores_shape) == 4
@@ -103,9 +89,8 @@ def _refuse_ambiguous(mask: torch.Tensor, name: str) -> None:
 
 
 def check_self_mask(mask: torch.Tensor, t: int) -> torch.Tensor:
-    """Self-attention (T_q = T_k = t): refuse a bool mask where a query sees key j although query j may not see its
-    own position: causal, padding (left or right) and their AND never do that (a key seen is a real token, which
-    sees itself; a pad query may see nothing), while an inverted mask (PyTorch's True = blocked) does."""
+    """Self-attention (T_q = T_k = t): refuse a bool mask where a query sees key j while query j is blocked from
+    itself: causal and padding masks never do that, an inverted one (PyTorch's True = blocked) does."""
     if mask.dtype != torch.bool or t < 1 or not mask.numel() or not reads_values(mask):
         return mask
     full = (mask if mask.dim() >= 2 else mask[None]).expand(*mask.shape[:-2], t, t)  # (…, t, t), a view

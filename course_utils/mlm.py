@@ -1,8 +1,6 @@
-"""BERT's masked-language-modelling recipe (Devlin et al., 2019) as reusable functions (lesson 12).
-
-:func:`mask_tokens` selects each non-special position with probability ``p`` (15 %) and replaces 80 % of the selected
-by ``<mask>``, 10 % by a random ordinary token and leaves 10 % unchanged (``<mask>`` never occurs later, so every
-input token needs a good representation); the labels are -100 elsewhere, so ``ignore_index=-100`` scores only them."""
+"""BERT's masked-language-modelling recipe (Devlin et al., 2019; lesson 12): select each non-special position with
+probability ``p`` (15 %), replace 80 % of the selected by ``<mask>``, 10 % by a random token, keep 10 % (``<mask>``
+never occurs later); labels are -100 elsewhere, so ``ignore_index=-100`` scores only the selected."""
 
 from __future__ import annotations
 
@@ -18,12 +16,6 @@ __all__ = ["IGNORE_INDEX", "mask_tokens", "masked_logits", "mlm_loss", "masked_a
 IGNORE_INDEX = -100  # PyTorch's default ignore_index: the label of every position that is not scored
 
 
-def _check_fraction(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return float(value)
-
-
 def _check_id(value, name: str, vocab_size: int) -> int:
     if not 0 <= check_int(value, name, None) < vocab_size:
         raise ValueError(f"{name}={value} is outside the vocabulary [0, {vocab_size - 1}]: pass the tokenizer's id "
@@ -33,13 +25,11 @@ def _check_id(value, name: str, vocab_size: int) -> int:
 
 def mask_tokens(
     ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
-    generator: torch.Generator | None = None, *, mask_frac: float = 0.8, random_frac: float = 0.1,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption: ``(inputs, labels)`` shaped like ``ids`` (not modified), ``labels[i] = ids[i]`` where
-    position ``i`` was selected (each non-special one independently with probability ``p``), else -100. ``special_ids``
-    are never selected nor drawn as random replacements: include ``mask_id`` and the padding id (a random ``<pad>``
-    would be hidden by the padding mask). ``mask_frac`` / ``random_frac``: how the selected positions are corrupted
-    (BERT: 0.8 / 0.1, the rest unchanged). The same ``generator`` seed gives the same masks."""
+    """``(inputs, labels)`` shaped like ``ids``: ``labels[i] = ids[i]`` where ``i`` was selected, else -100.
+    ``special_ids`` (include ``mask_id`` and the padding id) are never selected nor drawn as replacements; a
+    ``generator`` seed fixes the masks."""
     if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids (torch.long), got {ids.dtype}: use ids.long()")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
@@ -48,18 +38,14 @@ def mask_tokens(
     if isinstance(special_ids, torch.Tensor):
         special_ids = special_ids.tolist()
     special = sorted({_check_id(s, "special id", vocab_size) for s in special_ids})
-    p = _check_fraction(p, "p")
-    mask_frac = _check_fraction(mask_frac, "mask_frac")
-    random_frac = _check_fraction(random_frac, "random_frac")
-    if mask_frac + random_frac > 1.0 + 1e-9:
-        raise ValueError(f"mask_frac + random_frac = {mask_frac + random_frac:g} > 1: the two fractions share "
-                         "the selected positions (BERT: 0.8 + 0.1, the last 0.1 left unchanged)")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(f"ids must lie in [0, {vocab_size - 1}] (vocab_size={vocab_size}), got values in "
                          f"[{int(ids.min())}, {int(ids.max())}]: encode with the tokenizer of this vocabulary")
     vocab = torch.arange(vocab_size)
     ordinary_ids = vocab[~torch.isin(vocab, torch.tensor(special, dtype=torch.long))]  # the ids a replacement may take
-    if random_frac > 0 and len(ordinary_ids) == 0:
+    if len(ordinary_ids) == 0:
         raise ValueError("every id is special, so there is no ordinary token to draw random replacements from")
 
     # Every random draw comes from the generator's device (a CPU generator cannot fill a CUDA tensor), then
@@ -72,14 +58,13 @@ def mask_tokens(
     eligible = ~torch.isin(ids, torch.tensor(special, dtype=ids.dtype, device=ids.device))
     selected = (uniform() < p) & eligible
     u = uniform()  # splits the selected: u < 0.8 -> <mask>, 0.8 <= u < 0.9 -> random, the rest unchanged
-    to_mask = selected & (u < mask_frac)
-    to_random = selected & (u >= mask_frac) & (u < mask_frac + random_frac)
+    to_mask = selected & (u < 0.8)
+    to_random = selected & (u >= 0.8) & (u < 0.9)
     inputs = ids.clone()
     inputs[to_mask] = mask_id
-    if len(ordinary_ids):
-        pick = torch.randint(len(ordinary_ids), ids.shape, generator=generator, device=draw_device)
-        random_ids = ordinary_ids.to(draw_device)[pick].to(device=ids.device, dtype=ids.dtype)
-        inputs[to_random] = random_ids[to_random]
+    pick = torch.randint(len(ordinary_ids), ids.shape, generator=generator, device=draw_device)
+    random_ids = ordinary_ids.to(draw_device)[pick].to(device=ids.device, dtype=ids.dtype)
+    inputs[to_random] = random_ids[to_random]
     labels = torch.where(selected, ids, torch.full_like(ids, IGNORE_INDEX))
     return inputs, labels
 

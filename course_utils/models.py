@@ -1,5 +1,5 @@
-"""Whole models built from the layers (lessons 07, 09–13). Vocabulary sizes are positional, everything else
-keyword-only with the same names in every model; the shared layer hyperparameters are a ``config.LayerConfig``."""
+"""Whole models built from the layers (lessons 07, 09–13): vocabulary sizes positional, everything else keyword-only
+with the same names in every model; the layers' shared hyperparameters are a ``config.LayerConfig``."""
 
 from __future__ import annotations
 
@@ -24,9 +24,7 @@ class _LayerStack(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int | None, *, final_norm: bool | None = None,
                  config: LayerConfig | None = None, **layer):
         super().__init__()
-        if config is not None and layer:
-            raise TypeError(f"pass either config= or layer keywords {sorted(layer)}, not both")
-        cfg = config or LayerConfig.merge(layer)
+        cfg = LayerConfig.merge(layer, config)
         d_ff = 4 * d_model if d_ff is None else check_int(d_ff, "d_ff")  # the paper's ratio; 0 is refused
         self.layers = nn.ModuleList(self.layer_class(d_model, n_heads, d_ff, config=cfg)
                                     for _ in range(check_int(n_layers, "n_layers")))
@@ -62,8 +60,7 @@ class Decoder(_LayerStack):
 
 class Transformer(nn.Module):
     """Encoder–decoder Transformer (lessons 07, 10): ``forward(src (B, T_s), tgt_in (B, T_t))`` -> logits
-    ``(B, T_t, tgt_vocab)``; ``tgt_in`` is the target shifted right (starts with <bos>), the loss compares the logits
-    with the target shifted left (teacher forcing)."""
+    ``(B, T_t, tgt_vocab)``; ``tgt_in`` is the target shifted right (teacher forcing)."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, *, d_model: int = 512, n_heads: int = 8,
                  n_encoder_layers: int = 6, n_decoder_layers: int = 6, d_ff: int | None = 2048, max_len: int = 512,
@@ -114,8 +111,7 @@ class EncoderClassifier(nn.Module):
     """Encoder + pooling + linear head: ids ``(B, T)`` -> class logits ``(B, n_classes)`` (lesson 09)."""
 
     def __init__(self, vocab_size: int, n_classes: int, *, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
-                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, pool: str = "mean",
-                 positional: str = "sinusoidal", **layer):
+                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, pool: str = "mean", **layer):
         super().__init__()
         cfg = LayerConfig.merge(layer)
         if pool not in ("mean", "cls"):
@@ -123,11 +119,8 @@ class EncoderClassifier(nn.Module):
         if check_int(n_classes, "n_classes") < 2:
             raise ValueError(f"n_classes must be >= 2 (a softmax over one class is always 1), got {n_classes}")
         self.pad_id, self.pool, self.max_len = check_pad_id(pad_id, check_int(vocab_size, "vocab_size")), pool, max_len
-        pos_class = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEmbedding}.get(positional)
-        if pos_class is None:
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
         self.embed = TokenEmbedding(vocab_size, d_model)
-        self.pos = pos_class(d_model, max_len=max_len, dropout=cfg.dropout)
+        self.pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
         self.head = nn.Linear(d_model, n_classes, bias=cfg.bias)
         nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
@@ -141,9 +134,8 @@ class EncoderClassifier(nn.Module):
 
 
 class GPT(nn.Module):
-    """Decoder-only LM (lesson 11): ids ``(B, T)`` -> next-token logits ``(B, T, V)``. Pre-norm, GELU, learned
-    positions and tied output layer as in GPT-2; ``max_len`` is the context window (nanoGPT's ``block_size``). Pass a
-    ``KVCache`` to feed only the new tokens."""
+    """Decoder-only LM (lesson 11): ids ``(B, T)`` -> next-token logits ``(B, T, V)``; pre-norm, GELU, learned
+    positions, tied output layer (GPT-2); ``max_len`` is the context window (nanoGPT's ``block_size``)."""
 
     def __init__(self, vocab_size: int, *, max_len: int = 256, n_layers: int = 6, n_heads: int = 6, d_model: int = 384,
                  d_ff: int | None = None, tie_weights: bool = True, **layer):

@@ -1,5 +1,4 @@
-"""Inference mode in one place: every decoding function and evaluation loop uses ``evaluating`` (dropout is
-random in training mode; a model may keep some submodules frozen in eval mode, so modes are restored one by one)."""
+"""Inference mode in one place: every decoding function and evaluation loop uses ``evaluating``."""
 
 from __future__ import annotations
 
@@ -12,8 +11,8 @@ from torch import nn
 
 @contextlib.contextmanager
 def evaluating(model: nn.Module) -> Iterator[nn.Module]:
-    """``with evaluating(model): ...`` runs the block with ``model.eval()`` under ``torch.no_grad()`` and then puts
-    every submodule back in the training/eval mode it had before, even when the block raises."""
+    """Run the block with ``model.eval()`` under ``torch.no_grad()``, then put every submodule back in the mode it
+    had (a model may keep some parts in eval mode), even when the block raises."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"evaluating() takes a torch.nn.Module, got {type(model).__name__}")
     modes = [(m, m.training) for m in model.modules()]

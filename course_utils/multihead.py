@@ -13,18 +13,7 @@ from torch import nn
 from .attention import attention_with_weights
 from .kv_cache import KVCache
 from .masks import check_key_keep_mask, check_mask, check_self_mask
-from .validation import (
-    _compiling,
-    check_bool,
-    check_divisible,
-    check_dtype,
-    check_float,
-    check_last_dim,
-    check_like,
-    check_probability,
-    check_rank,
-    check_same_device,
-)
+from .validation import _compiling, check_bool, check_divisible, check_like, check_probability, check_vectors
 
 _TORCH_KWARGS = {
     "key_padding_mask": "key_keep_mask=~key_padding_mask (ours is True = attend, torch's True = ignore)",
@@ -111,17 +100,12 @@ class MultiHeadAttention(nn.Module):
     def _check_inputs(self, query, key, value) -> None:
         if key is None and value is not None:
             raise ValueError("value without key: pass key=value=memory (cross-attention) or neither (self-attention)")
-        weight = self.out_proj.weight
-        for name, t in (("query", query), ("key", key), ("value", value)):
+        w = self.out_proj.weight
+        check_vectors(query, "query", self.d_model, w.device, w.dtype, "MultiHeadAttention", "(B, T, d_model)")
+        for name, t in (("key", key), ("value", value)):
             if t is None:
                 continue
-            check_rank(t, name, (3,), "(B, T, d_model)" if name == "query" else "(B, T_k, d_model)")
-            check_last_dim(check_float(t, name), name, self.d_model)
-            if name == "query":
-                check_same_device(t, name, weight.device, "MultiHeadAttention")
-                check_dtype(t, name, weight.dtype, "MultiHeadAttention")
-                continue
-            check_like(t, name, query, "query")
+            check_like(check_vectors(t, name, self.d_model, layout="(B, T_k, d_model)"), name, query, "query")
             if t.shape[0] != query.shape[0]:
                 raise ValueError(f"query and {name} have different batch sizes ({query.shape[0]} vs {t.shape[0]}): "
                                  "cross-attention pairs each target sequence with its own source sequence")

@@ -13,15 +13,9 @@ __all__ = ["param_groups"]
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW parameter groups that apply ``weight_decay`` to weight matrices only (GPT-2, nanoGPT, BERT).
-
-    Decoupled weight decay, ``w <- w - lr * weight_decay * w``, pulls a weight towards 0: a useful prior for
-    the matrices of linear layers (``p.dim() >= 2``), not for biases, LayerNorm gains (a gain pulled to 0
-    switches its feature off) or embedding tables (a rare token's row would shrink at every step while it
-    seldom gets a gradient). Shared (tied) parameters appear once; empty groups are left out::
-
-        optimizer = torch.optim.AdamW(param_groups(model, 0.1), lr=3e-4)
-    """
+    """AdamW groups with decoupled weight decay ``w <- w - lr * weight_decay * w`` on the weight matrices only
+    (``p.dim() >= 2``, as GPT-2 and BERT): not on biases, norm gains (a gain pulled to 0 switches its feature off) or
+    embedding tables (a rare token's row would shrink while it seldom gets a gradient). Tied parameters appear once."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"param_groups needs an nn.Module, got {type(model).__name__}")
     if not (is_real_number(weight_decay) and math.isfinite(weight_decay) and weight_decay >= 0):

@@ -10,8 +10,8 @@ from .validation import check_rank, check_tensor, reads_values
 
 
 def check_keep_mask(keep: torch.Tensor, shape: tuple[int, ...], name: str = "keep") -> torch.Tensor:
-    """A ``(B, T)`` keep-mask -> bool: bool (True = real token) or 0/1 integers (transformers' ``attention_mask``).
-    Floats are refused: an additive mask (0 = keep, −inf = drop) read as 1/0 would keep exactly the padding."""
+    """A ``(B, T)`` keep-mask (bool, or transformers' 0/1 integers) -> bool; floats are refused: an additive mask
+    (0 = keep) read as 1/0 would keep exactly the padding."""
     check_tensor(keep, name)
     if tuple(keep.shape) != tuple(shape):
         raise ValueError(f"{name} has shape {tuple(keep.shape)}, expected {tuple(shape)} (B, T): one entry per "

@@ -15,14 +15,13 @@ from torch import nn
 from .validation import (
     check_bool,
     check_dtype,
-    check_float,
     check_int,
-    check_last_dim,
     check_positive,
     check_probability,
     check_rank,
     check_same_device,
     check_token_ids,
+    check_vectors,
 )
 
 
@@ -46,10 +45,8 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype
 
 
 def _check_input(x: torch.Tensor, offset: int, d_model: int, max_len: int, table: torch.Tensor) -> int:
-    check_rank(x, "x", (3,), "(B, T, d_model) token vectors (pass ids through TokenEmbedding first)")
-    check_float(x, "x")
-    check_last_dim(x, "x", d_model)
-    check_same_device(x, "x", table.device, "the positional table")
+    check_vectors(x, "x", d_model, table.device, owner="the positional table",
+                  layout="(B, T, d_model) token vectors (pass ids through TokenEmbedding first)")
     offset = check_int(offset, "offset", 0)
     seq_len = x.size(1)
     if offset + seq_len > max_len:

@@ -1,6 +1,5 @@
-"""The part of ``fit`` that is about the run, not the maths: its checkpoint file (resume at the start, save every
-``every`` steps and at the end) and what Ctrl+C does (never a half checkpoint; return or re-raise, and say how to go
-on). ``fit`` holds one :class:`Resumable`; the training loop itself stays free of file handling."""
+"""The part of ``fit`` about the run, not the maths: its checkpoint file (resume, save every ``every`` steps and at
+the end) and Ctrl+C (never a half checkpoint; return or re-raise, and say how to go on)."""
 
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ from .validation import check_file_path, check_int
 
 
 class Resumable:
-    """``path`` (or None: nothing is written), ``every`` steps (0: only at the end), ``resume`` from an existing
-    file, ``on_interrupt`` = ``"return"`` / ``"raise"`` / ``"auto"`` (return in a Jupyter kernel, raise in a script).
-    """
+    """``path`` (None: nothing is written), ``every`` steps (0: at the end), ``resume`` from an existing file,
+    ``on_interrupt`` = ``"return"`` / ``"raise"`` / ``"auto"`` (return in a Jupyter kernel, raise in a script)."""
 
     def __init__(self, path: str | os.PathLike | None, every: int = 0, resume: bool = True,
                  on_interrupt: str = "auto"):

@@ -1,5 +1,5 @@
-"""Every global random number generator (Python's ``random``, NumPy's, torch's CPU, CUDA and MPS ones) in one
-place: seeded by ``seed_everything``, saved in each checkpoint so that a resumed run draws the same numbers."""
+"""Every global random number generator (Python, NumPy, torch CPU / CUDA / MPS): seeded together, saved in each
+checkpoint so that a resumed run draws the same numbers."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ temp file + ``fsync`` + read-back + ``os.replace``, stale temp files removed, zi
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pickle
 import re
@@ -149,19 +150,22 @@ class FileMismatchError(ValueError):
 _SHA256_CACHE: dict[tuple[str, int, int], str] = {}
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    """sha256 of a file, hashed once per process while its path, size and mtime stay the same."""
-    import hashlib
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (a big file need not fit in memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """:func:`sha256_file`, computed once per process while the file's path, size and mtime stay the same."""
     path = Path(path).resolve()
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     if key not in _SHA256_CACHE:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _SHA256_CACHE[key] = digest.hexdigest()
+        _SHA256_CACHE[key] = sha256_file(path)
     return _SHA256_CACHE[key]
 
 

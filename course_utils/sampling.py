@@ -1,8 +1,6 @@
-"""The distribution a language model samples its next token from (lesson 11): ``p = softmax(filter(logits / τ))``.
-
-Temperature τ (0 = greedy, a one-hot on the argmax); top-k keeps the k largest logits (``None`` or 0: off); top-p
-(nucleus, Holtzman et al., 2020) keeps the fewest most probable tokens whose probabilities add up to at least p
-(``None`` or 1.0: off). Filters apply after the temperature, top-k before top-p; probabilities are float32."""
+"""The distribution a language model samples its next token from (lesson 11): ``p = softmax(filter(logits / τ))``,
+τ = 0 greedy; top-k keeps the k largest logits, then top-p (nucleus, Holtzman et al., 2020) the fewest most probable
+tokens whose probabilities add up to at least p (``None``, 0 / 1.0: off). Probabilities are float32."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Learning-rate schedules as ``LambdaLR`` multipliers (lesson 09; used by ``course_utils.train.fit``).
-
-``LambdaLR(optimizer, f)`` sets ``lr = base_lr * f(s)`` after ``s`` calls of ``scheduler.step()``; both schedules
-count the update being made from 1 (``step = s + 1``), as the paper does. They are objects, not closures, so that
+"""Learning-rate schedules as ``LambdaLR`` multipliers, ``lr = base_lr * f(s)`` after ``s`` scheduler steps (lesson
+09); the update being made is ``step = s + 1``, as in the paper. Objects, not closures, so that
 ``scheduler.state_dict()`` records their parameters (plain numbers, safe for ``weights_only=True``)."""
 
 from __future__ import annotations
@@ -14,10 +12,8 @@ __all__ = ["InverseSqrtSchedule", "CosineSchedule", "inverse_sqrt_schedule", "co
 
 
 class InverseSqrtSchedule:
-    """``lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`` (Vaswani et al. 2017, 5.3).
-
-    Linear warm-up for ``warmup`` steps, then ``1/sqrt(step)`` decay, peaking at ``(d_model * warmup)^-0.5``. With
-    ``base_lr = 1.0`` it is the paper's schedule exactly; another ``base_lr`` scales the whole curve."""
+    """``lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`` (Vaswani et al. 2017, 5.3): linear warm-up,
+    then ``1/sqrt(step)`` decay; the paper's schedule exactly with ``base_lr = 1.0``."""
 
     def __init__(self, d_model: int, warmup: int) -> None:
         self.d_model = check_int(d_model, "d_model")

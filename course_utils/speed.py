@@ -1,5 +1,5 @@
-"""Measuring speed honestly (lesson 14, ``benchmarks/``): warm-up calls thrown away (allocation, kernel selection,
-compilation), ``torch.cuda.synchronize()`` before reading the clock (GPU kernels run asynchronously), medians."""
+"""Measuring speed honestly (lesson 14, ``benchmarks/``): warm-up calls thrown away, ``torch.cuda.synchronize()``
+before reading the clock (GPU kernels run asynchronously), medians."""
 
 from __future__ import annotations
 

@@ -65,13 +65,10 @@ def read_json_file(path: str | os.PathLike, what: str = "JSON file"):
 
 
 class Tokenizer:
-    """The one protocol of the course's tokenizers (character, word and WordPiece): ``vocab_size``, ``itos`` /
-    ``stoi``, ``token_to_id`` / ``id_to_token``, ``tokens_to_ids`` / ``ids_to_tokens``, ``pad_id``, ``unk_id``,
-    ``mask_id``, ``special_ids`` (+ ``bos_id`` / ``eos_id`` here, ``cls_id`` / ``sep_id`` in WordPiece);
-    ``encode(text, *, max_len=None, <flags>) -> ids`` (flags: ``add_bos`` / ``add_eos`` here, ``add_special_tokens``
-    in WordPiece; ``max_len`` counts the special tokens), ``decode(ids, *, skip_special=True) -> text``,
-    ``encode_batch(texts, *, max_len=None, pad_to=None, <flags>) -> (B, T)`` right-padded with ``pad_id``.
-    Subclasses define :meth:`tokenize` (text -> tokens), ``_join`` (tokens -> text) and ``_wrap`` (special ids)."""
+    """The protocol of the course's tokenizers (character, word, WordPiece): ``itos`` / ``stoi``, the special ids,
+    ``encode(text, *, max_len=None, <flags>) -> ids`` (``max_len`` counts the special tokens), ``decode(ids) -> text``,
+    ``encode_batch(texts) -> (B, T)`` right-padded with ``pad_id``. Subclasses define :meth:`tokenize` (text ->
+    tokens), ``_join`` (tokens -> text) and ``_wrap`` (the special ids an encoding starts and ends with)."""
 
     pad_id, unk_id, bos_id, eos_id, mask_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID
     special_ids = frozenset(range(len(SPECIAL_TOKENS)))
@@ -163,8 +160,8 @@ class Tokenizer:
 
     def encode_batch_with_mask(self, texts: Sequence[str], *, max_len: int | None = None,
                                pad_to: int | None = None, **flags) -> tuple[torch.Tensor, torch.Tensor]:
-        """Encode several texts and right-pad them: ``(ids (B, T) long, keep (B, T) bool)``, keep True at the real
-        tokens. ``T`` is the longest encoded text, or ``pad_to`` (never shorter: cut with ``max_len``)."""
+        """``(ids (B, T) long, keep (B, T) bool)``, right-padded, keep True at the real tokens; ``T`` is the longest
+        encoded text, or ``pad_to``."""
         if isinstance(texts, str):
             raise TypeError("encode_batch expects a list of texts; for one text use encode(text) or [text]")
         rows = [self.encode(t, max_len=max_len, **flags) for t in texts]

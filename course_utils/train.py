@@ -1,7 +1,5 @@
-"""A small, readable training loop (lessons 09-13 and the benchmarks): ``fit`` is lesson 09's whole recipe.
-
-``get_batch(step)`` must be a deterministic function of ``step``: with the RNG states stored in each checkpoint, a
-resumed run then gives exactly the loss curve of an uninterrupted one (bit-for-bit on CPU)."""
+"""A small, readable training loop (lessons 09-13 and the benchmarks): ``fit`` is lesson 09's whole recipe. With
+``get_batch(step)`` a deterministic function of ``step``, a resumed run repeats an uninterrupted one bit for bit."""
 
 from __future__ import annotations
 
@@ -40,16 +38,12 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         history: History | None = None, on_interrupt: str = "auto") -> History:
     """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
 
-    Update ``step``: ``loss = loss_fn(model, get_batch(step))`` under autocast (``amp``: ``"auto"`` = bf16 on a
-    CUDA GPU that has it, ``"bf16"``, ``"fp16"`` with a GradScaler on CUDA, ``"off"``); backward; clip the gradient
-    norm to ``clip_grad`` (``None``/0: off); optimizer and ``schedule`` step (a ``LambdaLR`` multiplier such as
-    ``cosine_schedule(steps, 100)``, or a scheduler on ``optimizer``). The default optimizer is
-    ``AdamW(param_groups(model, weight_decay), lr)``. ``eval_fn(model) -> dict`` runs every ``eval_every`` steps
-    (0: at the end) under ``modes.evaluating``. A non-finite loss or gradient norm raises :class:`TrainingDiverged`
-    before the update. ``checkpoint_path``: resume from it (``resume=True``), write it every ``checkpoint_every``
-    steps and at the end; a ``history`` passed in is continued. Ctrl+C never leaves a half checkpoint; then
-    ``on_interrupt="return"`` (``"auto"`` in Jupyter) returns the history with ``interrupted=True``, ``"raise"``
-    (``"auto"`` in a script) re-raises with ``err.history`` (both in :class:`~course_utils.resumable.Resumable`)."""
+    Update ``step``: ``loss = loss_fn(model, get_batch(step))`` under autocast (``amp``: ``"auto"`` = bf16 on a CUDA
+    GPU that has it, ``"bf16"``, ``"fp16"`` with a GradScaler, ``"off"``); backward; clip the gradient norm to
+    ``clip_grad`` (``None``/0: off); optimizer (default ``AdamW(param_groups(model, weight_decay), lr)``) and
+    ``schedule`` step (a ``LambdaLR`` multiplier or a scheduler). ``eval_fn(model) -> dict`` runs every ``eval_every``
+    steps (0: at the end) under ``modes.evaluating``; a non-finite loss or gradient norm raises
+    :class:`TrainingDiverged` before the update. Checkpoints, resuming and Ctrl+C (``on_interrupt``): ``Resumable``."""
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
     if eval_every and eval_fn is None:

@@ -1,7 +1,6 @@
 """Input checks shared by every module: a wrong value or shape raises ``ValueError``, a wrong type or dtype
-``TypeError``, saying what was received and how to fix it. Checks that read a tensor's *values* (a host sync on a GPU)
-run on CPU tensors always, on accelerators only under ``strict_checks(True)`` (or ``COURSE_STRICT_CHECKS=1``), never
-under ``torch.compile`` or on ``meta`` tensors (which hold no values)."""
+``TypeError``, saying how to fix it. Checks of a tensor's *values* (a host sync on a GPU) run on CPU always, on
+accelerators only under ``strict_checks(True)`` (``COURSE_STRICT_CHECKS=1``), never when compiling or on ``meta``."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ def reads_values(x: torch.Tensor) -> bool:
 
 
 def check_optimizer(optimizer) -> None:
-    """Refuse what is not a ``torch.optim.Optimizer`` (a model passed there would save its weights as optimizer
-    state). ``None`` passes: the caller's default applies."""
+    """Refuse what is not a torch.optim.Optimizer (a model there would be saved as optimizer state); None passes."""
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}: pass the "
                         "optimizer (e.g. torch.optim.AdamW(model.parameters())), or leave it out")
@@ -79,12 +77,16 @@ def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
-def check_int_tensor(x: torch.Tensor, name: str) -> torch.Tensor:
-    """Raise ``TypeError`` unless ``x`` is a tensor of integers (not bool, float or complex)."""
-    check_tensor(x, name)
-    if x.dtype == torch.bool or torch.is_floating_point(x) or torch.is_complex(x):
-        raise TypeError(f"{name} must be an integer tensor (torch.long), got {x.dtype}: convert with .long()")
-    return x
+def check_vectors(x, name: str, size: int, device: torch.device | None = None, dtype: torch.dtype | None = None,
+                  owner: str = "the module", layout: str | None = None) -> torch.Tensor:
+    """The input check of a layer over ``size``-vectors: a float tensor ``(…, size)`` (of rank 3 when a ``layout``
+    such as ``"(B, T, d_model)"`` is given), on ``device`` and in ``dtype`` when given."""
+    if layout is not None:
+        check_rank(x, name, (3,), layout)
+    check_last_dim(check_float(x, name), name, size)
+    if device is not None:
+        check_same_device(x, name, device, owner)
+    return x if dtype is None else check_dtype(x, name, dtype, owner)
 
 
 def check_like(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> torch.Tensor:
@@ -111,7 +113,8 @@ def check_dtype(x: torch.Tensor, name: str, expected: torch.dtype, owner: str = 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "token ids") -> torch.Tensor:
     """Raise unless ``ids`` is an integer tensor with values in ``[0, vocab_size)`` (read as ``reads_values`` says)."""
-    check_int_tensor(ids, name)
+    if check_tensor(ids, name).dtype == torch.bool or torch.is_floating_point(ids) or torch.is_complex(ids):
+        raise TypeError(f"{name} must be an integer tensor (torch.long), got {ids.dtype}: convert with .long()")
     if ids.dtype not in (torch.int64, torch.int32):  # what nn.Embedding indexes with (uint8 would read as a mask)
         raise TypeError(f"{name} must be int64 (or int32), got {ids.dtype}: convert them with ids.long()")
     if not ids.numel() or not reads_values(ids):

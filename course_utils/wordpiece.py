@@ -1,7 +1,6 @@
-"""BERT's WordPiece tokenizer from scratch (lesson 13): 1. basic tokenization (clean, isolate CJK ideographs,
-strip accents and lowercase, split on whitespace and punctuation), 2. greedy longest-match-first WordPiece per word
-(``unaffable`` -> ``una ##ffa ##ble``; no match, or over 100 characters -> ``[UNK]``). The normalisation follows the
-Rust ``tokenizers`` library; ``tests/test_pretrained.py`` checks the ids against it."""
+"""BERT's WordPiece tokenizer from scratch (lesson 13): 1. basic tokenization (clean, isolate CJK ideographs, strip
+accents, lowercase, split on whitespace and punctuation), 2. greedy longest-match-first pieces per word (``unaffable``
+-> ``una ##ffa ##ble``; no match -> ``[UNK]``), as the Rust ``tokenizers`` library (tests/test_pretrained.py)."""
 
 from __future__ import annotations
 
@@ -75,9 +74,8 @@ def load_vocab(path: str | os.PathLike) -> list[str]:
 
 
 class WordPieceTokenizer(Tokenizer):
-    """BERT tokenizer with the course's tokenizer protocol (:class:`course_utils.tokenizers.Tokenizer`); ``encode``
-    adds [CLS] … [SEP] unless ``add_special_tokens=False``. With MiniLM's vocabulary, ``tokenize("Transformers are
-    unaffable!")`` -> ``['transformers', 'are', 'una', '##ffa', '##ble', '!']``."""
+    """BERT tokenizer with the course's tokenizer protocol; ``encode`` adds [CLS] … [SEP] unless
+    ``add_special_tokens=False``."""
 
     bos_id = eos_id = None                          # BERT has [CLS] (cls_id) and [SEP] (sep_id) instead
     _OPTIONS = ("lowercase", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word",
@@ -157,8 +155,8 @@ class WordPieceTokenizer(Tokenizer):
         return pieces
 
     def tokenize(self, text: str) -> list[str]:
-        """Both stages: ``"Unaffable!"`` → ``['una', '##ffa', '##ble', '!']``. No [CLS]/[SEP] are added, but a
-        special token written in the text (``"a [MASK] b"``) stays one token."""
+        """Both stages: ``"Unaffable!"`` → ``['una', '##ffa', '##ble', '!']``; a special token written in the text
+        (``"a [MASK] b"``) stays one token."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         tokens = []
@@ -170,8 +168,7 @@ class WordPieceTokenizer(Tokenizer):
         return ([self.cls_id], [self.sep_id]) if add_special_tokens else ([], [])
 
     def _join(self, tokens: list[str]) -> str:
-        """Join the pieces with spaces, glue ``##`` pieces to the previous one and (``clean_up_spaces``) remove
-        the space before punctuation such as ``. , ! ?``. Lowercasing and stripped accents cannot be undone."""
+        """Pieces joined by spaces, ``##`` pieces glued on, (``clean_up_spaces``) no space before ``. , ! ?``."""
         text = " ".join(tokens).replace(" ##", "").strip()
         if self.clean_up_spaces:
             for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),

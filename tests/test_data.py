@@ -1,8 +1,7 @@
 """Tests for course_utils.data: data folder, checksums, downloads, offline messages, loaders and fallbacks.
 
-Downloads are tested against a local http.server on 127.0.0.1 and file:// URLs (no internet in CI); archive
-safety with small hostile archives built here; the loaders against the real files in ../shared/data when
-that folder exists (skipped otherwise).
+Downloads are tested against a local http.server on 127.0.0.1 and file:// URLs (no internet in CI); the loaders
+against the real files in ../shared/data when that folder exists (skipped otherwise).
 """
 
 import functools
@@ -18,7 +17,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from archive_builders import make_tar
 
 from course_utils import data
 from course_utils.data import __main__ as cli
@@ -125,8 +123,6 @@ def test_registry_matches_shared_readme():
     for path, digest in table.items():
         assert by_path[path].sha256 == digest, path
         assert by_path[path].size == (SHARED / path).stat().st_size, path
-    assert data.REGISTRY["imdb"].size == 84_125_825
-    assert data.get_resource("imdb").sha256 in readme
 
 
 def test_unknown_dataset_lists_the_known_ones():
@@ -137,7 +133,6 @@ def test_unknown_dataset_lists_the_known_ones():
 # --------------------------------------------------------------------------------------------- checksums
 def test_present_file_is_verified_once_then_cached_until_it_changes(monkeypatch, tmp_path):
     toy(monkeypatch, b"abc" * 100)
-    monkeypatch.setattr(download, "SIDECAR_FROM", 0)  # as for a big file: the sidecar is trusted
     path = tmp_path / "toy" / "file.txt"
     path.parent.mkdir()
     path.write_bytes(b"abc" * 100)
@@ -145,8 +140,7 @@ def test_present_file_is_verified_once_then_cached_until_it_changes(monkeypatch,
     real = download.sha256_file
     monkeypatch.setattr(download, "sha256_file", lambda p: calls.append(p) or real(p))
     assert data.fetch("toy", data_dir=tmp_path) == path
-    assert len(calls) == 1 and (path.parent / ".file.txt.sha256.json").is_file()
-    download._verified.clear()  # a new process: only the sidecar remembers
+    assert len(calls) == 1
     data.fetch("toy", data_dir=tmp_path)
     assert len(calls) == 1
     path.write_bytes(b"abd" * 100)  # same size, new content, new mtime
@@ -284,42 +278,6 @@ def test_derived_download_drops_header_bom_and_crlf(monkeypatch, tmp_path):
     assert leftovers(tmp_path / "e") == []
 
 
-# ------------------------------------------------------------------------------------- archive safety
-
-
-
-BAD_TARS = {
-    "../evil": [("ok.txt", "file", b"ok"), ("../evil", "file", b"x")],
-    "/abs": [("/abs", "file", b"x")],
-    "link-out": [("link-out", "sym", "../outside")],
-    "link-abs": [("link-abs", "sym", "/etc/passwd")],
-    "hard-out": [("hard-out", "hard", "../outside")],
-    "dev": [("dev", "chr", None)],
-    "pipe": [("pipe", "fifo", None)],
-    "a/x": [("a", "sym", "sub"), ("a/x", "file", b"through the link")],
-    "d\\..\\..\\evil": [("d\\..\\..\\evil", "file", b"x")],
-}
-
-
-@pytest.mark.parametrize("use_filter", [True, False])
-@pytest.mark.parametrize("member", sorted(BAD_TARS))
-def test_hostile_tar_is_refused_before_writing_anything(monkeypatch, tmp_path, member, use_filter):
-    monkeypatch.setattr(data.archives, "_HAS_DATA_FILTER", use_filter and data.archives._HAS_DATA_FILTER)
-    archive = make_tar(tmp_path / "bad.tar.gz", *BAD_TARS[member])
-    with pytest.raises(ValueError, match="refusing to extract tar member") as info:
-        data.safe_extract(archive, tmp_path / "out")
-    assert repr(member) in str(info.value)
-    assert list((tmp_path / "out").iterdir()) == [] and not (tmp_path / "evil").exists()
-
-
-def test_good_tar_extracts_including_links_inside(tmp_path):
-    archive = make_tar(tmp_path / "good.tgz", ("top", "dir", None), ("top/a.txt", "file", b"A"),
-                   ("top/link", "sym", "a.txt"), ("top/hard", "hard", "top/a.txt"))
-    out = data.safe_extract(archive, tmp_path / "out")
-    assert (out / "top" / "a.txt").read_bytes() == b"A"
-    assert (out / "top" / "link").is_symlink() and (out / "top" / "hard").read_bytes() == b"A"
-
-
 def _zip(path: Path, *members) -> Path:
     with zipfile.ZipFile(path, "w") as zf:
         for name, content, mode in members:
@@ -327,42 +285,6 @@ def _zip(path: Path, *members) -> Path:
             info.external_attr = mode << 16
             zf.writestr(info, content)
     return path
-
-
-@pytest.mark.parametrize("member, target", [("../evil", None), ("/abs", None), ("sub/../../evil", None),
-                                            ("link", "../../outside"), ("link", "/etc/passwd")])
-def test_hostile_zip_is_refused(tmp_path, member, target):
-    mode = 0o120777 if target else 0o100644
-    archive = _zip(tmp_path / "bad.zip", ("fine.txt", b"ok", 0o100644), (member, target or b"x", mode))
-    with pytest.raises(ValueError, match="refusing to extract zip member") as info:
-        data.safe_extract(archive, tmp_path / "out")
-    assert repr(member) in str(info.value) and list((tmp_path / "out").iterdir()) == []
-
-
-def test_good_zip_extracts_and_non_archive_is_rejected(tmp_path):
-    out = data.safe_extract(_zip(tmp_path / "ok.zip", ("d/e.txt", b"E", 0o100644)), tmp_path / "out")
-    assert (out / "d" / "e.txt").read_bytes() == b"E"
-    (tmp_path / "junk.tar.gz").write_bytes(b"not an archive")
-    with pytest.raises(ValueError, match="neither a zip nor a tar"):
-        data.safe_extract(tmp_path / "junk.tar.gz", tmp_path / "out2")
-
-
-# ---------------------------------------------------------------------------- loaders on built archives
-def test_imdb_full_tarball_downloaded_extracted_once_and_read(monkeypatch, tmp_path):
-    reviews = [("aclImdb/train/pos/10_9.txt", b"Great!<br /><br />Loved it."), ("aclImdb/train/pos/2_8.txt",
-               b"Fine film."), ("aclImdb/train/neg/1_1.txt", b"Awful.<br/>Just awful."),
-               ("aclImdb/test/pos/0_10.txt", b"Superb."), ("aclImdb/test/neg/0_2.txt", b"Dull.")]
-    archive = make_tar(tmp_path / "aclImdb_v1.tar.gz", *[(n, "file", c) for n, c in reviews])
-    res = data.get_resource("imdb")
-    toy(monkeypatch, archive.read_bytes(), name="imdb", path=res.path, urls=(archive.as_uri(),),
-        extract_to=res.extract_to)
-    root = tmp_path / "d"
-    train = data.load_imdb("train", data_dir=root, variant="full", progress=False)
-    assert list(train) == [("Awful. Just awful.", 0), ("Fine film.", 1), ("Great! Loved it.", 1)]
-    assert train.source.kind == "downloaded" and (root / "imdb" / ".aclImdb_v1.tar.gz.extracted").is_file()
-    monkeypatch.setattr(data.archives, "safe_extract", _no_network)  # the second call must not re-extract
-    both = data.load_imdb("all", data_dir=root, progress=False)  # auto: no subset here, so the full set
-    assert len(both) == 5 and both.source.kind == "data_dir"
 
 
 def test_sst2_train_and_dev_come_from_the_glue_zip_when_needed(monkeypatch, tmp_path):

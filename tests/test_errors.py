@@ -316,26 +316,6 @@ def test_corpus_bleu_without_sentences_or_with_a_string():
     assert corpus_bleu(["我们走吧。"], [["我们走吧。"]]).score == pytest.approx(100)
 
 
-def test_a_truncated_tar_gz_is_reported_as_damaged(tmp_path):
-    import gzip
-    import io
-    import tarfile
-
-    from course_utils.data.archives import safe_extract
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("a/b.bin")
-        info.size = 40_000
-        tar.addfile(info, io.BytesIO(bytes(range(256)) * 157))
-    whole = gzip.compress(buf.getvalue())
-    for cut in (len(whole) // 2, 30):  # 30 bytes: tarfile.is_tarfile itself raised a raw EOFError
-        (tmp_path / "cut.tar.gz").write_bytes(whole[:cut])
-        with pytest.raises(ValueError, match="(?i)damaged.*delete it and download"):
-            safe_extract(tmp_path / "cut.tar.gz", tmp_path / "out")
-    with pytest.raises(FileNotFoundError, match="no archive at"):
-        safe_extract(tmp_path / "missing.tar.gz", tmp_path / "out")
-
-
 def test_decoders_refuse_the_other_kind_of_model():
     from course_utils.decoding import beam_search, generate
     gpt = GPT(10, max_len=8, n_layers=1, n_heads=2, d_model=8)
@@ -409,27 +389,3 @@ def test_a_changed_tatoeba_file_warns_with_both_row_counts(tmp_path, monkeypatch
         assert messages == []
     else:
         assert len(messages) == 1 and f"{len(kept):,} pairs instead of 40" in messages[0]
-
-
-def test_a_forged_sidecar_does_not_hide_an_edited_small_file(tmp_path, monkeypatch):
-    """reliability.md (turn 3) row 14: a hand-written sidecar claiming the good sha256 was trusted."""
-    import hashlib
-    import json
-
-    from course_utils import data
-    from course_utils.data import download, registry
-    from course_utils.data.registry import Resource
-    good = b"a" * 3000
-    monkeypatch.setitem(registry.REGISTRY, "toy24", Resource(
-        "toy24", "toy/f.txt", len(good), hashlib.sha256(good).hexdigest(), "toy", "test"))
-    path = tmp_path / "toy" / "f.txt"
-    path.parent.mkdir()
-    path.write_bytes(good)
-    data.fetch("toy24", data_dir=tmp_path, download=False)
-    path.write_bytes(b"b" * 3000)
-    key = download._state(path)
-    download._sidecar(path).write_text(json.dumps(dict(zip(download._FIELDS, key[1:]),
-                                                       sha256=hashlib.sha256(good).hexdigest())))
-    download._verified.clear()  # a new process: only the (forged) sidecar remembers
-    with pytest.raises(data.ChecksumMismatch):
-        data.fetch("toy24", data_dir=tmp_path, download=False)

@@ -300,10 +300,10 @@ def test_a_b_by_t_padding_mask_with_b_equal_to_t_is_refused_but_a_causal_one_run
     """(B, T_k) and (T_q, T_k) cannot be told apart by shape when B == T: a causal or all-True mask runs (its
     meaning is the same either way or plainly causal), any other 2-D bool mask is refused, pointing to
     key_keep_mask=."""
-    from course_utils.masks import causal_mask, lengths_to_padding_mask
+    from course_utils.masks import causal_mask
     mha = MultiHeadAttention(8, 2).eval()
     x = torch.randn(b, b, 8)
-    pm = lengths_to_padding_mask(torch.tensor([b - min(cut, b - 1)] + [b] * (b - 1)))[:, 0, 0]  # (B, T)
+    pm = torch.arange(b) < torch.tensor([b - min(cut, b - 1)] + [b] * (b - 1))[:, None]  # (B, T) padding mask
     _, err = attempt(lambda: mha(x, mask=pm))
     assert (err is None) == (bool(pm.all()) or torch.equal(pm, causal_mask(b))), pm  # B = 2 can be causal-shaped
     if err is not None:

@@ -18,11 +18,10 @@ DTYPES = [torch.float64, torch.float32]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("eps", [1e-5, 1e-12, 0.1])
-@pytest.mark.parametrize("fused", [True, False])
-def test_layernorm_matches_torch(dtype, eps, fused, device):
+def test_layernorm_matches_torch(dtype, eps, device):
     ref = nn.LayerNorm(12, eps=eps, dtype=dtype, device=device)
     nn.init.normal_(ref.weight), nn.init.normal_(ref.bias)
-    ours = LayerNorm(12, eps=eps, fused=fused).to(device=device, dtype=dtype)
+    ours = LayerNorm(12, eps=eps).to(device=device, dtype=dtype)
     ours.load_state_dict(ref.state_dict())
     x = (torch.randn(3, 5, 12, dtype=dtype) * 7 + 3).to(device)
     torch.testing.assert_close(ours(x), ref(x), **TOL[dtype])
@@ -34,10 +33,7 @@ def test_layernorm_uses_biased_variance_and_eps_inside_root():
     expected = (x - 2.5) / torch.sqrt(
         torch.tensor(1.25 + eps, dtype=torch.float64)
     )  # var = 1.25 (divide by d)
-    for fused in (True, False):
-        torch.testing.assert_close(
-            LayerNorm(4, eps=eps, fused=fused).double()(x), expected, atol=1e-12, rtol=0
-        )
+    torch.testing.assert_close(LayerNorm(4, eps=eps).double()(x), expected, atol=1e-12, rtol=0)
 
 
 @pytest.mark.skipif(not hasattr(nn, "RMSNorm"), reason="torch.nn.RMSNorm needs torch >= 2.4")
@@ -129,16 +125,10 @@ def test_transformer_end_to_end_logits_shape_and_tied_weights():
     assert logits.shape == (2, 4, 40)
 
 
-def test_written_out_layer_norm_in_fp16_matches_the_fused_kernel():
-    """reliability.md Low: the written-out fp16 LayerNorm returned all-β at |x| ~ 1e3 ((x − μ)² overflowed)."""
-    from course_utils.norm import layer_norm, rms_norm
+def test_written_out_rms_norm_in_fp16_is_finite():
+    """reliability.md Low: the written-out fp16 norms overflowed ((x − μ)² at |x| ~ 1e3)."""
+    from course_utils.norm import rms_norm
 
-    x = (1e3 * torch.randn(4, 64)).half()
-    w, b = torch.rand(64).half() + 0.5, torch.randn(64).half()
-    ours = layer_norm(x, w, b, 1e-5)
-    torch.testing.assert_close(ours, torch.nn.functional.layer_norm(x.float(), (64,), w.float(), b.float()).half(),
-                               atol=2e-2, rtol=1e-2)
-    assert ours.dtype == torch.float16 and not torch.allclose(ours, b.expand_as(ours))
     big = (300 * torch.randn(4, 64)).half()
     assert torch.isfinite(rms_norm(big, torch.ones(64).half(), 1e-6)).all()
 

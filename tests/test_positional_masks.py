@@ -10,7 +10,6 @@ from course_utils.masks import (
     combine_masks,
     from_additive_mask,
     from_torch_key_padding_mask,
-    lengths_to_padding_mask,
     padding_mask,
     to_additive_mask,
     to_torch_key_padding_mask,
@@ -43,7 +42,6 @@ def test_mask_helpers_and_conversions():
     ids = torch.tensor([[4, 5, 0], [6, 0, 0]])
     pm = padding_mask(ids)
     assert pm.shape == (2, 1, 1, 3) and pm[0, 0, 0].tolist() == [True, True, False]
-    assert torch.equal(lengths_to_padding_mask(torch.tensor([2, 1]), 3), pm)
     assert torch.equal(from_torch_key_padding_mask(to_torch_key_padding_mask(pm)), pm)
     cm = causal_mask(3)
     assert cm.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
@@ -54,7 +52,7 @@ def test_mask_helpers_and_conversions():
     assert combine_masks(None) is None
 
 
-# reliability.md item 11: positional modules check width, device and float dtype; Low: lengths_to_padding_mask
+# reliability.md item 11: positional modules check width, device and float dtype
 def test_positional_modules_check_width_device_and_dtype():
     import pytest
 
@@ -77,14 +75,8 @@ def test_positional_modules_check_width_device_and_dtype():
         LearnedPositionalEmbedding(16, 8)  # the old (max_len, d_model) order is refused, not silently swapped
 
 
-def test_lengths_to_padding_mask_refuses_bad_lengths():
+def test_causal_mask_refuses_a_float_length():
     import pytest
 
-    with pytest.raises(ValueError, match=">= 0"):
-        lengths_to_padding_mask(torch.tensor([2, -1]), 3)
-    with pytest.raises(TypeError, match="integer tensor"):
-        lengths_to_padding_mask(torch.tensor([1.5, 2.0]), 3)
-    with pytest.raises(ValueError, match="does not fit max_len=2"):
-        lengths_to_padding_mask(torch.tensor([3, 1]), 2)
     with pytest.raises(TypeError, match="T_q must be an int"):
         causal_mask(3.0)

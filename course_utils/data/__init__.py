@@ -1,9 +1,6 @@
 """The course's data layer (docs/data.md): find, download, verify (sha256) and load the datasets, e.g.
-``data.load_sst2("dev")``. Offline, a missing file raises :class:`DataUnavailable` saying where to get it, or the
-loaders (``fallback=True``) return a tiny sample with a :class:`SampleDataWarning`. ``python -m course_utils.data``
-lists the datasets; ``... fetch NAME`` downloads one."""
+``data.load_sst2("dev")``; ``python -m course_utils.data`` lists them, ``... fetch NAME`` downloads one."""
 
-from .archives import extract_resource, safe_extract
 from .datasets import (
     DataSource,
     Examples,
@@ -21,7 +18,6 @@ from .samples import SampleDataWarning
 __all__ = [
     "REGISTRY", "Resource", "data_dir", "get_resource",
     "fetch", "how_to_get", "sha256_file", "downloads_allowed", "DataUnavailable", "ChecksumMismatch",
-    "safe_extract", "extract_resource",
     "load_tiny_shakespeare", "load_sst2", "load_chnsenticorp", "load_imdb", "train_test_split",
     "DataSource", "Examples", "Text", "SampleDataWarning",
 ]

@@ -1,6 +1,5 @@
-"""``python -m course_utils.data [list | fetch NAME... | where]``: prepare the data folder from a terminal.
-
-Before going offline (a classroom without Wi-Fi): fetch everything once, then set ``COURSE_OFFLINE=1``."""
+"""``python -m course_utils.data [list | fetch NAME... | where]``: prepare the data folder from a terminal (before a
+classroom without Wi-Fi: fetch everything once, then set ``COURSE_OFFLINE=1``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Loaders returning plain lists and strings whose ``.source`` (:class:`DataSource`) and ``.describe()`` say where
-the data came from. With ``fallback=True`` a tiny bundled sample (and a ``SampleDataWarning``) stands in when the real
-data cannot be had; a corrupt file's :class:`ChecksumMismatch` always propagates."""
+"""Loaders returning lists and strings whose ``.source`` and ``.describe()`` say where the data came from; with
+``fallback=True`` a tiny bundled sample (and a warning) stands in for missing data, never for a corrupt file."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import samples
-from .archives import extract_resource
 from .download import DataUnavailable, fetch
 from .registry import data_dir as _resolve_dir
 from .registry import get_resource
@@ -26,8 +24,7 @@ _BR = re.compile(r"(?:\s*<br\s*/?>\s*)+", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class DataSource:
-    """Where a loader's data came from: ``kind`` is ``"data_dir"`` (a verified file already in the data folder),
-    ``"downloaded"`` (fetched by this call) or ``"sample"`` (the tiny bundled fallback)."""
+    """Where a loader's data came from: ``kind`` is ``"data_dir"``, ``"downloaded"`` (by this call) or ``"sample"``."""
 
     kind: str
     location: str
@@ -67,10 +64,10 @@ class Text(str):
         return f"{self.name}: {len(self):,} characters, {len(set(self))} distinct, from {self.source}"
 
 
-def _fetch_with_kind(name: str, data_dir, download: bool, progress: bool, get=fetch) -> tuple[Path, str]:
-    """``get`` (:func:`fetch` or :func:`extract_resource`) plus ``"data_dir"`` or ``"downloaded"``."""
+def _fetch_with_kind(name: str, data_dir, download: bool, progress: bool) -> tuple[Path, str]:
+    """:func:`fetch` plus ``"data_dir"`` or ``"downloaded"``."""
     existed = (_resolve_dir(data_dir) / get_resource(name).path).is_file()
-    return get(name, data_dir, download, progress), "data_dir" if existed else "downloaded"
+    return fetch(name, data_dir, download, progress), "data_dir" if existed else "downloaded"
 
 
 def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable, fallback: bool) -> Examples:
@@ -143,25 +140,6 @@ def parse_imdb_csv(path: Path) -> list[tuple[str, int]]:
     return rows
 
 
-def read_aclimdb(root: Path, split: str) -> list[tuple[str, int]]:
-    """Reviews of ``aclImdb/<split>/{neg,pos}/<id>_<rating>.txt``; negatives first, then by id."""
-    def order(p: Path):  # by numeric id, odd names last
-        head = p.stem.split("_")[0]
-        return int(head) if head.isdigit() else float("inf"), p.name
-
-    rows = []
-    for label, folder in enumerate(("neg", "pos")):
-        files = sorted((root / split / folder).glob("*.txt"), key=order)
-        if not files:
-            raise ValueError(f"{root / split / folder} has no reviews (cut extraction?): delete {root}, call again")
-        for p in files:
-            try:
-                rows.append((clean_imdb(p.read_text(encoding="utf-8")), label))
-            except (OSError, UnicodeDecodeError) as exc:  # a file changed or damaged after the extraction
-                raise ValueError(f"{p} cannot be read as UTF-8 text ({exc}): delete {root} and call again") from None
-    return rows
-
-
 def load_tiny_shakespeare(data_dir: str | os.PathLike | None = None, fallback: bool = True,
                           download: bool = True, progress: bool = True) -> Text:
     """The tiny-shakespeare corpus as one string (1,115,394 characters), or the bundled prose sample."""
@@ -206,8 +184,8 @@ def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, f
 
 def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool = True,
                       download: bool = True, progress: bool = True) -> Examples:
-    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs; empty reviews are dropped (the real file has 7,766
-    rows, one of them empty, so 7,765 come back). There is no official split: see :func:`train_test_split`."""
+    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs, empty ones dropped (7,765 of 7,766 rows); no official
+    split: see :func:`train_test_split`."""
     try:
         path, kind = _fetch_with_kind("chnsenticorp", data_dir, download, progress)
     except DataUnavailable as exc:
@@ -218,38 +196,21 @@ def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool 
 
 
 def load_imdb(split: str = "train", data_dir: str | os.PathLike | None = None, fallback: bool = True,
-              download: bool = True, progress: bool = True, variant: str = "auto") -> Examples:
-    """IMDB reviews as ``(review, label)`` pairs with ``<br />`` tags removed; ``split`` is train/test/all.
-    ``variant="subset"``: the 2,500-row ``imdb_subset/IMDB Dataset.csv`` from a data folder (no public URL), in file
-    order its first 2,000 rows (train) and last 500 (test); ``"full"``: ``aclImdb_v1.tar.gz`` (84 MB, downloaded and
-    extracted once), 25,000 reviews a split; ``"auto"``: the subset when present, else the full set."""
+              download: bool = True, progress: bool = True) -> Examples:
+    """IMDB reviews as ``(review, label)`` pairs with ``<br />`` tags removed, from the 2,500-row
+    ``imdb_subset/IMDB Dataset.csv`` of a data folder (no public URL): in file order its first 2,000 rows are
+    ``train``, the last 500 ``test``; ``"all"`` is every row."""
     if split not in ("train", "test", "all"):
         raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
-    if variant not in ("auto", "subset", "full"):
-        raise ValueError(f"variant must be 'auto', 'subset' or 'full', got {variant!r}")
-    missing: DataUnavailable | None = None
-    if variant != "full":
-        try:
-            path, kind = _fetch_with_kind("imdb-subset", data_dir, download, progress)  # never downloads
-            rows = parse_imdb_csv(path)
-            cut = len(rows) * 4 // 5  # file order, as documented: 2,000 train / 500 test for the real file
-            first, last = {"train": (0, cut), "test": (cut, len(rows)), "all": (0, len(rows))}[split]
-            detail = f"{len(rows):,}-row subset, {split} = rows {first + 1:,}-{last:,}"
-            return Examples(rows[first:last], "IMDB", split, DataSource(kind, str(path), detail))
-        except DataUnavailable as exc:
-            missing = exc
-    if variant != "subset":
-        try:
-            folder, kind = _fetch_with_kind("imdb", data_dir, download, progress, extract_resource)
-            splits = ("train", "test") if split == "all" else (split,)
-            rows = [row for s in splits for row in read_aclimdb(folder / "aclImdb", s)]
-            return Examples(rows, "IMDB", split, DataSource(kind, str(folder / "aclImdb"), "aclImdb_v1.tar.gz"))
-        except DataUnavailable as exc:
-            if missing is not None:  # auto mode: the subset was missing too, say where it would go
-                subset = _resolve_dir(data_dir) / get_resource("imdb-subset").path
-                exc = DataUnavailable(f"{exc}\nOr, for the small 2,500-review subset, put it at {subset}.")
-            missing = exc
-    return _sample_examples("IMDB", split, "en", missing, fallback)
+    try:
+        path, kind = _fetch_with_kind("imdb-subset", data_dir, download, progress)  # never downloads
+    except DataUnavailable as exc:
+        return _sample_examples("IMDB", split, "en", exc, fallback)
+    rows = parse_imdb_csv(path)
+    cut = len(rows) * 4 // 5  # file order, as documented: 2,000 train / 500 test for the real file
+    first, last = {"train": (0, cut), "test": (cut, len(rows)), "all": (0, len(rows))}[split]
+    detail = f"{len(rows):,}-row subset, {split} = rows {first + 1:,}-{last:,}"
+    return Examples(rows[first:last], "IMDB", split, DataSource(kind, str(path), detail))
 
 
 def train_test_split(examples: Examples, test_size: float = 0.2, seed: int = 0) -> tuple[Examples, Examples]:

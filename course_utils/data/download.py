@@ -1,14 +1,11 @@
-"""Get a dataset file into the data folder, intact (sha256), or explain in plain words how to get it.
-
-Downloads go to a temporary file beside the target, checked, then ``os.replace``d (never a half file). A good hash is
-remembered in ``.<file>.sha256.json`` keyed by size, mtime, ctime (``touch`` cannot set it back), device, inode and a
-hash of the first and last 64 KiB (in memory only where the folder is read-only)."""
+"""Get a dataset file into the data folder, intact (sha256), or explain in plain words how to get it. Downloads go to
+a temporary file beside the target, checked, then ``os.replace``d (never a half file). A good hash is remembered for
+this process while the file's size, mtime, ctime (``touch`` cannot set it back), inode and ends stay the same."""
 
 from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import os
 import tempfile
 import urllib.error
@@ -18,6 +15,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..safe_files import sha256_file
 from .registry import Resource, get_resource
 from .registry import data_dir as _resolve_dir
 
@@ -25,9 +23,7 @@ TIMEOUT_S = 60  # seconds without a byte before a download is abandoned
 _HEADERS = {"User-Agent": "Mozilla/5.0 (transformers-course)"}  # some hosts (manythings.org) refuse bare clients
 _CHUNK = 1 << 16
 _SAMPLE = 1 << 16  # bytes hashed at each end of a file for the quick re-check
-SIDECAR_FROM = 10 << 20  # smaller files are hashed again once per process (< 0.1 s), the sidecar is not trusted
-_FIELDS = ("size", "mtime_ns", "ctime_ns", "dev", "inode", "sample")
-_verified: dict[tuple, str] = {}  # _state(path) = (path, *_FIELDS) -> sha256, for this process
+_verified: dict[tuple, str] = {}  # _state(path) -> sha256, for this process
 
 
 class DataUnavailable(RuntimeError):
@@ -53,19 +49,6 @@ def downloads_allowed(download: bool = True) -> bool:
     return bool(download) and os.environ.get("COURSE_OFFLINE", "").strip().lower() in ("", "0", "false", "no")
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in chunks so big files do not need to fit in memory."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(f".{path.name}.sha256.json")
-
-
 def _state(path: Path) -> tuple:
     """What must be unchanged for an earlier hash of ``path`` to be trusted (see the module docstring)."""
     st = path.stat()
@@ -75,15 +58,6 @@ def _state(path: Path) -> tuple:
         f.seek(max(_SAMPLE, st.st_size - _SAMPLE))  # past the end of a small file: reads nothing
         quick.update(f.read(_SAMPLE))
     return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino, quick.hexdigest())
-
-
-def _remember(path: Path, digest: str) -> str:
-    """Remember ``digest`` for the current state of ``path``: in memory, and on disk if writable."""
-    key = _state(path)
-    _verified[key] = digest
-    with suppress(OSError):  # a read-only folder: the in-process cache is enough
-        _sidecar(path).write_text(json.dumps(dict(zip(_FIELDS, key[1:]), sha256=digest)))
-    return digest
 
 
 def _expect_published(res: Resource, path: Path, size: int, digest: str, url: str | None = None) -> None:
@@ -99,15 +73,12 @@ def _expect_published(res: Resource, path: Path, size: int, digest: str, url: st
 
 
 def verify(res: Resource, path: Path) -> Path:
-    """Return ``path`` if its bytes are ``res``'s, else raise :class:`ChecksumMismatch` naming the fix; the hash is
-    reused (memory, then sidecar) while nothing about the file has changed."""
+    """``path`` if its bytes are ``res``'s, else :class:`ChecksumMismatch`; the hash is reused while the file is
+    unchanged."""
     key = _state(path)
-    if key not in _verified and key[1] >= SIDECAR_FROM:
-        with suppress(OSError, ValueError, KeyError, TypeError):  # no sidecar, a damaged or old one: hash again
-            saved = json.loads(_sidecar(path).read_text())
-            if [saved[name] for name in _FIELDS] == list(key[1:]) and isinstance(saved["sha256"], str):
-                _verified[key] = saved["sha256"]
-    _expect_published(res, path, key[1], _verified.get(key) or _remember(path, sha256_file(path)))
+    if key not in _verified:
+        _verified[key] = sha256_file(path)
+    _expect_published(res, path, key[1], _verified[key])
     return path
 
 
@@ -164,12 +135,9 @@ def _download(url: str, dest: Path, progress: bool, check, expected_size: int | 
 
 def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool = True,
           progress: bool = True) -> Path:
-    """Return the local path of dataset file ``name``, downloading it if needed and allowed.
-
-    * present -> its sha256 is checked (cached); a mismatch raises :class:`ChecksumMismatch` with the fix;
-    * missing, downloads allowed -> downloaded from the registry's URLs in order, kept only if its sha256 is right;
-    * missing, ``download=False``, ``COURSE_OFFLINE=1``, no network or an unwritable folder -> :class:`DataUnavailable`
-      whose message says where to get the file and where to put it."""
+    """The local path of dataset file ``name``, its sha256 checked (else :class:`ChecksumMismatch`); a missing file
+    is downloaded from the registry's URLs in order when allowed, kept only if intact, else :class:`DataUnavailable`
+    says where to get it and where to put it."""
     res, root = get_resource(name), _resolve_dir(data_dir)
     path = root / res.path
     if path.is_file():
@@ -193,7 +161,7 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool =
         for url in res.urls:  # mirrors are tried in order; the first intact copy wins
             try:
                 _download(url, path, progress, check, None if res.derive else res.size)
-                _remember(path, res.sha256)  # the next fetch trusts this hash instead of reading the file again
+                _verified[_state(path)] = res.sha256  # the next fetch trusts this hash, not reading the file again
                 return path
             except _NetworkError as exc:
                 failures.append(f"{url}: {exc}")

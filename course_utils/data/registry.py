@@ -1,5 +1,4 @@
-"""Which datasets the course uses, where they live on disk (:func:`data_dir`), and their size and sha256 (which
-catches a download cut short or a file edited by hand)."""
+"""Which datasets the course uses, where they live on disk (:func:`data_dir`), their size and sha256."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from pathlib import Path
 class Resource:
     """One file of a dataset: ``path`` (``/``-separated, in the data folder), ``size`` and ``sha256`` of the file *as
     it lies there*. ``urls`` are tried in order (none: only a data folder has these bytes); ``derive`` maps downloaded
-    bytes to that layout before the check; ``extract_to`` marks an archive and names the folder it is unpacked into."""
+    bytes to that layout before the check."""
 
     name: str
     path: str
@@ -24,7 +23,6 @@ class Resource:
     urls: tuple[str, ...] = ()
     how_to_get: str = ""
     derive: Callable[[bytes], bytes] | None = None
-    extract_to: str | None = None
     rows: int | None = None  # rows of the course's copy, to say how far another file differs
 
 
@@ -73,16 +71,11 @@ REGISTRY: dict[str, Resource] = {r.name: r for r in [
                    "ChnSentiCorp_htl_all/ChnSentiCorp_htl_all.csv",),
              how_to_get="The upstream CSV has a 'label,review' header line; the course's copy drops it.",
              derive=_normalize_chnsenticorp),
-    Resource("imdb", "imdb/aclImdb_v1.tar.gz", 84_125_825,
-             "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe",
-             "Large Movie Review Dataset v1.0: 25,000 train + 25,000 test reviews (aclImdb/{train,test}/{pos,neg})",
-             "Maas et al. 2011, Stanford AI Lab",
-             urls=("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",), extract_to="imdb"),
     Resource("imdb-subset", "imdb_subset/IMDB Dataset.csv", 3_261_893,
              "27eb2025b12430a31ade5f433f204a2ccfaad0d15e962c5f832848e6fd4c46da",
              "First 2,500 rows of the 50k-review 'IMDB Dataset.csv', 'review,sentiment' with a header row",
              "Reviews from Maas et al. 2011 in the widely shared 50k-row CSV",
-             how_to_get="No public URL: only a data folder has it; else load_imdb() reads aclImdb_v1.tar.gz ('imdb')."),
+             how_to_get="No public URL: only a data folder has these bytes."),
     Resource("tatoeba-cmn", "tatoeba_cmn/cmn.txt", 1_976_573,
              "d8719bfc39a689b8040652557e73a9117dae47691011c8e9a6b3038efe97dc97",
              "Tatoeba English-Chinese pairs: 32,028 rows, 'english<TAB>chinese' (much of the Chinese traditional)",
@@ -102,9 +95,8 @@ def get_resource(name: str) -> Resource:
 
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """The data folder: ``path``, else ``$COURSE_DATA_DIR``, else ``$XDG_CACHE_HOME/transformers-course``
-    (``~/.cache/transformers-course``); not created here. A relative ``COURSE_DATA_DIR`` missing from the current
-    directory is also tried from each parent folder (notebooks run inside ``notebooks/en``)."""
+    """The data folder: ``path``, else ``$COURSE_DATA_DIR`` (a relative one also from each parent folder, as
+    notebooks run inside ``notebooks/en``), else ``$XDG_CACHE_HOME/transformers-course``; not created here."""
     if path is not None:
         return Path(path).expanduser().absolute()
     env = os.environ.get("COURSE_DATA_DIR", "").strip()

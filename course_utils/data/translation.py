@@ -1,7 +1,5 @@
-"""English–Chinese Tatoeba pairs, a split that never tests on a trained English sentence, and BLEU / chrF with
-sacreBLEU (lesson 10). Data: Tatoeba (CC BY 2.0 FR) from the manythings.org Anki ``cmn-eng.zip``: the course's
-``cmn.txt`` (sha256 in the registry) or the growing upstream file with a third, attribution column, read once every
-line passed a format check. About 30% of the Chinese is traditional (OpenCC ``t2s`` converts it)."""
+"""English–Chinese Tatoeba pairs (CC BY 2.0 FR, the manythings.org Anki ``cmn-eng.zip``; about 30% of the Chinese
+traditional), a split that never tests on a trained English sentence, and BLEU / chrF with sacreBLEU (lesson 10)."""
 
 from __future__ import annotations
 
@@ -93,10 +91,9 @@ def _check_zip(tmp: Path) -> None:
 
 def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: bool = True, fallback: bool = True,
                      download: bool = True, progress: bool = True) -> Pairs:
-    """Tatoeba pairs ``(english, chinese)``, the Chinese in simplified characters by default: ``tatoeba_cmn/cmn.txt``,
-    else ``tatoeba_cmn/cmn-eng.zip`` in the data folder, else the zip downloaded (if allowed), else (``fallback=True``)
-    the bundled sample with a :class:`SampleDataWarning`. A damaged file raises ``ValueError`` naming the line, never
-    falls back silently."""
+    """Tatoeba pairs ``(english, chinese)`` (Chinese simplified by default) from ``tatoeba_cmn/cmn.txt``, else
+    ``cmn-eng.zip`` in the data folder or downloaded, else the bundled sample (``fallback``); a damaged file raises
+    ``ValueError`` naming the line."""
     root, res = _resolve_dir(data_dir), get_resource("tatoeba-cmn")
     found = [p for p in (root / res.path, root / ZIP_PATH) if p.is_file()]
     kind, failures = "data_dir", []
@@ -172,9 +169,8 @@ def group_by_english(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
 
 def grouped_split(pairs: list[tuple[str, str]], n_test: int | float = 0.05,
                   seed: int = 0) -> tuple[list[tuple[str, str]], list[tuple[str, list[str]]]]:
-    """Split by English sentence: ``(train pairs, test [(english, [all its translations]), ...])``, so no test
-    sentence is ever trained on and each output is scored against all references. ``n_test`` is a number of English
-    sentences (``int``) or a fraction of them (``float`` in (0, 1))."""
+    """Split by English sentence: ``(train pairs, test [(english, [all its translations]), ...])``; ``n_test``
+    English sentences (``int``) or a fraction of them (``float`` in (0, 1))."""
     groups = group_by_english(pairs)
     if isinstance(n_test, float):
         if not 0 < n_test < 1:
@@ -208,19 +204,17 @@ def _check_refs(hypotheses, references) -> list[list[str | None]]:
 
 
 def corpus_bleu(hypotheses: list[str], references: list[list[str]]):
-    """sacreBLEU corpus BLEU with ``tokenize="zh"`` against all references of each sentence:
-    BLEU = BP · exp(Σₙ ¼ log pₙ), pₙ the clipped n-gram precision (n = 1..4, counts clipped by the *maximum* count
-    over the references), BP = min(1, exp(1 − r/c)), r the closest reference lengths. Returns sacreBLEU's score:
-    ``.score`` (0–100), ``.precisions``, ``.bp``."""
+    """sacreBLEU corpus BLEU (``tokenize="zh"``, all references): BLEU = BP · exp(Σₙ ¼ log pₙ), pₙ the n-gram
+    precision clipped by the *maximum* count over the references (n = 1..4), BP = min(1, exp(1 − r/c)); ``.score``
+    is 0–100."""
     bleu = _require("sacrebleu").metrics.BLEU(tokenize="zh")
     return bleu.corpus_score(list(hypotheses), _check_refs(hypotheses, references))
 
 
 def paired_bootstrap(baseline: list[str], system: list[str], references: list[list[str]],
                      n_samples: int = 1000) -> float:
-    """p-value of "``system`` is no better than ``baseline``" in BLEU (``tokenize="zh"``) by sacreBLEU's paired
-    bootstrap resampling (Koehn, 2004): the test sentences are resampled with replacement ``n_samples`` times, both
-    systems scored on each sample (sacreBLEU's fixed seed, or ``SACREBLEU_SEED``)."""
+    """p-value of "``system`` is no better than ``baseline``" in BLEU by sacreBLEU's paired bootstrap (Koehn, 2004):
+    ``n_samples`` resamplings of the test sentences, both systems scored on each (seed: ``SACREBLEU_SEED``)."""
     if len(baseline) != len(system):
         raise ValueError(f"{len(baseline)} baseline outputs but {len(system)} system outputs: give one per sentence")
     test = _require("sacrebleu.significance").PairedTest([("baseline", list(baseline)), ("system", list(system))],

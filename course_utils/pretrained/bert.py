@@ -89,8 +89,7 @@ class BertPooler(nn.Module):
 
 
 class BertEncoder(nn.Module):
-    """``forward(input_ids (B, T), attention_mask (B, T) or None, token_type_ids=None) -> (B, T, C)``; the mask is
-    the course's keep-mask (True = real token; transformers' 1/0 integers are accepted too)."""
+    """``forward(input_ids (B, T), attention_mask (B, T) keep-mask or None, token_type_ids=None) -> (B, T, C)``."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -151,8 +150,8 @@ class SentenceEncoder(nn.Module):
 
     def encode(self, texts: Sequence[str] | str, batch_size: int = 64, max_len: int | None = None,
                max_tokens: int = 4096) -> torch.Tensor:
-        """``(N, C)`` embeddings of ``texts`` (one str: ``(C,)``) in input order, no gradients; batches sorted by
-        length, <= ``batch_size`` texts and ``max_tokens`` tokens (padding included), none under half its longest."""
+        """``(N, C)`` embeddings of ``texts`` (one str: ``(C,)``), no gradients; batches of similar length, <=
+        ``batch_size`` texts and ``max_tokens`` tokens."""
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         if not all(isinstance(t, str) for t in texts):

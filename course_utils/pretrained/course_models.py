@@ -1,11 +1,6 @@
-"""The course's own trained models (lessons 09-12): weights in float16 safetensors and a JSON manifest that records
-the command that made them, the commit, seed, device, threads, minutes, held-out metrics, size and sha256.
-
-    model, tokenizers, manifest = load_course_model("gpt_shakespeare")   # eval mode, checksum verified
-
-The folder is ``COURSE_MODELS_DIR`` when set, else the first ``course_models/`` found from the working directory
-upwards (a clone's own, from the repository or a notebook folder). The models are not in the wheel.
-"""
+"""The course's own trained models (lessons 09-12): float16 safetensors plus a JSON manifest (command, commit, seed,
+device, minutes, held-out metrics, size, sha256), in ``COURSE_MODELS_DIR`` or the nearest ``course_models/`` from the
+working directory up (not in the wheel): ``model, tokenizers, manifest = load_course_model("gpt_shakespeare")``."""
 
 from __future__ import annotations
 
@@ -38,7 +33,6 @@ class CourseModel(NamedTuple):
 
 
 def course_models_dir(folder: str | os.PathLike | None = None) -> Path:
-    """``folder``, else ``COURSE_MODELS_DIR``, else the nearest ``course_models/`` from the working directory up."""
     if folder is None and os.environ.get("COURSE_MODELS_DIR"):
         folder = os.environ["COURSE_MODELS_DIR"]
     if folder is not None:
@@ -71,8 +65,8 @@ def _commit() -> str | None:
 
 def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Module, *, kind: str, config: dict,
                       tokenizers: dict[str, Tokenizer], metrics: dict, seed: int, minutes: float, **extra) -> Path:
-    """Write ``name.safetensors`` (float16) and ``name.json`` into ``folder``; return the manifest's path.
-    ``config`` is what ``KINDS[kind](**config)`` rebuilds the model from; ``extra`` goes into the manifest as is."""
+    """Write ``name.safetensors`` (float16) and ``name.json`` (``KINDS[kind](**config)`` rebuilds the model, ``extra``
+    is stored as is) into ``folder``; return the manifest's path."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
     folder = Path(folder)
@@ -99,8 +93,8 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
 
 
 def load_course_model(name: str, folder: str | os.PathLike | None = None, device: str = "cpu") -> CourseModel:
-    """``(model in eval mode, {role: tokenizer}, manifest)``; the weights' size and sha256 are checked against the
-    manifest first, and a missing or damaged file raises an error naming the command that rebuilds it."""
+    """``(model in eval mode, {role: tokenizer}, manifest)``; a missing or damaged weights file (size, sha256 as in
+    the manifest) raises an error naming the command that rebuilds it."""
     root = course_models_dir(folder)
     manifest_path = root / f"{name}.json"
     if not manifest_path.is_file():

@@ -1,7 +1,6 @@
-"""GPT-2's weights in the course's own ``GPT`` (lessons 11, 13). GPT-2 is the course's GPT block (pre-norm, learned
-positions, tied output layer) with the tanh GELU; its ``Conv1D`` layers store ``W`` as ``(in, out)``, so the three
-attention/MLP matrices are transposed into ``nn.Linear``'s ``(out, in)``. Names of a Hugging Face checkpoint, with or
-without the ``transformer.`` prefix of ``GPT2LMHeadModel``; ``lm_head.weight`` is the tied ``wte`` (not copied)."""
+"""GPT-2's weights in the course's own ``GPT`` (lessons 11, 13): the same block (pre-norm, learned positions, tied
+output layer) with the tanh GELU. Its ``Conv1D`` layers store ``W`` as ``(in, out)``, transposed here into
+``nn.Linear``'s ``(out, in)``; ``lm_head.weight`` is the tied ``wte``, not copied."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from safetensors.torch import load_file
 from ..models import GPT
 from ..tokenizers import read_json_file
 from .known_files import GPT2, check_model_files, warn_unverified
-from .loading import PretrainedNotFoundError
+from .loading import PretrainedNotFoundError, hf_cache_root
 
 _CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # (in, out) storage: transpose
 _BLOCK = (("ln_1", "res1.norm"), ("attn.c_attn", "self_attn.qkv_proj"), ("attn.c_proj", "self_attn.out_proj"),
@@ -66,15 +65,13 @@ def load_gpt2_weights(model: GPT, tensors: dict[str, torch.Tensor]) -> list[dict
 
 
 def find_gpt2_dir(path: str | os.PathLike | None = None, *, verify: bool = True) -> Path:
-    """``path``, else the Hugging Face cache's newest ``gpt2`` snapshot: a folder with config.json and
-    model.safetensors. PretrainedNotFoundError says how to get them. With ``verify`` the weights must be the official
-    ones (``known_files.GPT2``: size and sha256, else FileMismatchError); ``verify=False`` loads another GPT-2-shaped
-    checkpoint on purpose, with an UnverifiedWeightsWarning."""
+    """``path``, else the Hugging Face cache's newest ``gpt2`` snapshot, with config.json and model.safetensors;
+    ``verify`` as in ``loading.find_minilm_dir`` (against ``known_files.GPT2``)."""
     if path is not None:
         candidates = [Path(path)]
     else:
-        hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", "~/.cache/huggingface")) / "hub")
-        candidates = sorted((hub.expanduser() / "models--gpt2" / "snapshots").glob("*"), key=os.path.getmtime)[::-1]
+        snapshots = (hf_cache_root() / "models--gpt2" / "snapshots").glob("*")
+        candidates = sorted(snapshots, key=os.path.getmtime, reverse=True)
     for folder in candidates:
         if all((folder / n).is_file() for n in ("config.json", "model.safetensors")):
             if not verify:

