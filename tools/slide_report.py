@@ -102,10 +102,12 @@ def slide_problems(s: dict) -> list[str]:
     return problems
 
 
-def measure_deck(page, url: str) -> dict:
+def measure_deck(page, url: str, *, opened: bool = False) -> dict:
     """Open a deck (URL) in ``page`` (viewport 1280×720) and measure every slide; returns a dict with ``slides``
-    (one dict per slide), ``problems`` (strings) and summary figures."""
-    page.goto(url, wait_until="load")
+    (one dict per slide), ``problems`` (strings) and summary figures. ``opened=True``: ``page`` already shows the
+    deck, ready (a deck load typesets all its maths again, seconds per deck)."""
+    if not opened:
+        page.goto(url, wait_until="load")
     page.wait_for_function(WAIT_READY, timeout=60_000)
     room = export_slides.DECK_HEIGHT - export_slides.FOOTER_HEIGHT
     page.evaluate("Reveal.configure({transition: 'none', backgroundTransition: 'none'})")  # measure at rest

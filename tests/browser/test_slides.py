@@ -176,9 +176,10 @@ def cjk_problems(page) -> list[str]:
 
 
 def room_report(page, url: str, name: str, exported: dict) -> dict:
-    """Measure every slide at 1280×720 (tools/slide_report.py); append the deck's line to report.txt."""
+    """Measure every slide at 1280×720 (tools/slide_report.py) in ``page``, which shows the deck at ``url``; append
+    the deck's line to report.txt. The page is left on the deck's print view."""
     report = exported["report"]
-    measured = slide_report.measure_deck(page, url)
+    measured = slide_report.measure_deck(page, url, opened=True)
     pages, count = slide_report.print_pages(page, url)
     if pages != count:
         measured["problems"].append(f"?print-pdf gives {pages} pages for {count} slides")
@@ -186,8 +187,6 @@ def room_report(page, url: str, name: str, exported: dict) -> dict:
         f.write("\n".join([slide_report.summary_line(name, measured), *(f"  {p}" for p in measured["problems"])])
                 + "\n")
     exported["measured"][name] = measured
-    page.goto(url, wait_until="load")  # back to the normal view
-    page.wait_for_function(slide_report.WAIT_READY, timeout=60_000)
     return measured
 
 
