@@ -27,6 +27,10 @@ missing (the notebook failed or did not run) or stale (its stamp is not the comm
 nothing trustworthy to read: locally the notebook's test is skipped with the command that runs it; under ``CI`` (set
 by .ci/run, which runs ``make test``, where every notebook runs first) it fails. The scanner itself is tested on the
 known English lines in :func:`test_the_scanner_flags_what_it_is_for`, which needs no executed notebook.
+
+The same executed copies, English and Chinese, also answer a second question: run on the course's own data (as in
+CI), did any lesson warn that its data differ and skip a comparison? See
+:func:`test_no_lesson_warns_about_its_data_on_the_course_data`.
 """
 
 from __future__ import annotations
