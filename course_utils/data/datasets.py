@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import random
-import re
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
@@ -19,7 +17,6 @@ from .registry import get_resource
 
 SST2_SPLITS = ("train", "dev", "test")
 LABEL_NAMES = ("negative", "positive")
-_BR = re.compile(r"(?:\s*<br\s*/?>\s*)+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -70,16 +67,6 @@ def _fetch_with_kind(name: str, data_dir, download: bool, progress: bool) -> tup
     return fetch(name, data_dir, download, progress), "data_dir" if existed else "downloaded"
 
 
-def _sample_examples(title: str, split: str, lang: str, reason: DataUnavailable, fallback: bool) -> Examples:
-    """The bundled sample for ``lang`` with its warning, or ``reason`` raised when ``fallback`` is off."""
-    if not fallback:
-        raise reason
-    rows, file = samples.sample_sentiment(lang, split), f"sentiment_{lang}.tsv"
-    samples.warn_sample(title, file, f"{len(rows)} sentences", reason, stacklevel=4)
-    detail = f"split {split!r}: every {samples.HOLDOUT_EVERY}th row is held out"
-    return Examples(rows, f"{title} (sample)", split, DataSource("sample", samples.sample_location(file), detail))
-
-
 def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
     """Rows of a TSV whose header is ``label<TAB>sentence`` (the course's) or ``sentence<TAB>label`` (GLUE's). Tabs
     only, no CSV quoting (SST sentences contain bare ``"``); fields stripped (GLUE leaves a space before each tab)."""
@@ -99,44 +86,6 @@ def parse_label_tsv(text: str, where: str) -> list[tuple[str, int]]:
         sentence = fields[1 - li].strip()
         if sentence:
             rows.append((sentence, int(fields[li])))
-    return rows
-
-
-def parse_chnsenticorp(path: Path) -> tuple[list[tuple[str, int]], int]:
-    """``label,review`` CSV (header optional; quoted fields may hold commas, newlines) -> (rows, #dropped)."""
-    rows, dropped = [], 0
-    with open(path, encoding="utf-8-sig", newline="") as f:  # newline="": let csv handle quoted newlines
-        reader = csv.reader(f)
-        for row in reader:
-            if not row or reader.line_num == 1 and [c.strip().lower() for c in row] == ["label", "review"]:
-                continue
-            if len(row) != 2 or row[0].strip() not in ("0", "1"):
-                raise ValueError(f"{path}, line {reader.line_num}: expected 'label,review', label 0 or 1: {row[:3]!r}")
-            if row[1].strip():
-                rows.append((row[1].strip(), int(row[0])))
-            else:
-                dropped += 1  # an empty review carries no signal; the real file has one
-    return rows, dropped
-
-
-def clean_imdb(text: str) -> str:
-    """Replace the ``<br />`` tags IMDB reviews are full of by a single space."""
-    return _BR.sub(" ", text).strip()
-
-
-def parse_imdb_csv(path: Path) -> list[tuple[str, int]]:
-    """``review,sentiment`` CSV with a header; sentiment is ``positive``/``negative``."""
-    labels = {"negative": 0, "positive": 1}
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f)
-        header = [h.strip().lower() for h in next(reader, [])]
-        if header != ["review", "sentiment"]:
-            raise ValueError(f"{path}: expected the header 'review,sentiment', got {header!r}")
-        rows = []
-        for row in reader:
-            if len(row) != 2 or row[1].strip().lower() not in labels:
-                raise ValueError(f"{path}, line {reader.line_num}: expected '<review>,positive|negative'")
-            rows.append((clean_imdb(row[0]), labels[row[1].strip().lower()]))
     return rows
 
 
@@ -179,38 +128,12 @@ def load_sst2(split: str = "train", data_dir: str | os.PathLike | None = None, f
             labelled = _resolve_dir(data_dir) / get_resource(f"sst2-{split}").path
             missing = DataUnavailable(f"{exc}\nAlternatively, put the labelled 'label<TAB>sentence' copy at "
                                       f"{labelled} (see docs/data.md).")
-    return _sample_examples("SST-2", split, "en", missing, fallback)
-
-
-def load_chnsenticorp(data_dir: str | os.PathLike | None = None, fallback: bool = True,
-                      download: bool = True, progress: bool = True) -> Examples:
-    """ChnSentiCorp hotel reviews as ``(review, label)`` pairs, empty ones dropped (7,765 of 7,766 rows); no official
-    split: see :func:`train_test_split`."""
-    try:
-        path, kind = _fetch_with_kind("chnsenticorp", data_dir, download, progress)
-    except DataUnavailable as exc:
-        return _sample_examples("ChnSentiCorp", "all", "zh", exc, fallback)
-    rows, dropped = parse_chnsenticorp(path)
-    detail = f"dropped {dropped} empty review{'s' * (dropped != 1)}" if dropped else ""
-    return Examples(rows, "ChnSentiCorp", "all", DataSource(kind, str(path), detail))
-
-
-def load_imdb(split: str = "train", data_dir: str | os.PathLike | None = None, fallback: bool = True,
-              download: bool = True, progress: bool = True) -> Examples:
-    """IMDB reviews as ``(review, label)`` pairs with ``<br />`` tags removed, from the 2,500-row
-    ``imdb_subset/IMDB Dataset.csv`` of a data folder (no public URL): in file order its first 2,000 rows are
-    ``train``, the last 500 ``test``; ``"all"`` is every row."""
-    if split not in ("train", "test", "all"):
-        raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
-    try:
-        path, kind = _fetch_with_kind("imdb-subset", data_dir, download, progress)  # never downloads
-    except DataUnavailable as exc:
-        return _sample_examples("IMDB", split, "en", exc, fallback)
-    rows = parse_imdb_csv(path)
-    cut = len(rows) * 4 // 5  # file order, as documented: 2,000 train / 500 test for the real file
-    first, last = {"train": (0, cut), "test": (cut, len(rows)), "all": (0, len(rows))}[split]
-    detail = f"{len(rows):,}-row subset, {split} = rows {first + 1:,}-{last:,}"
-    return Examples(rows[first:last], "IMDB", split, DataSource(kind, str(path), detail))
+    if not fallback:
+        raise missing
+    rows, file = samples.sample_sentiment(split), "sentiment_en.tsv"
+    samples.warn_sample("SST-2", file, f"{len(rows)} sentences", missing)
+    detail = f"split {split!r}: every {samples.HOLDOUT_EVERY}th row is held out"
+    return Examples(rows, "SST-2 (sample)", split, DataSource("sample", samples.sample_location(file), detail))
 
 
 def train_test_split(examples: Examples, test_size: float = 0.2, seed: int = 0) -> tuple[Examples, Examples]:

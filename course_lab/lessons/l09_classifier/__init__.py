@@ -224,7 +224,7 @@ def demo_model(seed: int = 0):
     from course_utils.models import EncoderClassifier
     from course_utils.tokenizers import WordTokenizer
 
-    tokenizer = WordTokenizer.from_texts([text for text, _ in sample_sentiment("en")]
+    tokenizer = WordTokenizer.from_texts([text for text, _ in sample_sentiment()]
                                          + list(EXAMPLE_SENTENCES))
     with torch.random.fork_rng(devices=[]):  # leave the student's random stream untouched
         torch.manual_seed(seed)

@@ -30,16 +30,14 @@ def sample_text() -> str:
     return _read("prose_en.txt")
 
 
-def sample_sentiment(lang: str = "en", split: str = "all") -> list[tuple[str, int]]:
-    """Bundled ``(text, label)`` pairs; ``lang`` is ``"en"`` or ``"zh"``. ``split="train"`` keeps 4 rows out of 5,
+def sample_sentiment(split: str = "all") -> list[tuple[str, int]]:
+    """Bundled English ``(text, label)`` pairs standing in for SST-2. ``split="train"`` keeps 4 rows out of 5,
     ``"dev"``/``"test"``/``"validation"`` the 5th (the same rows), ``"all"`` everything; labels alternate in the
-    files, so both parts stay balanced."""
-    if lang not in ("en", "zh"):
-        raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
-    lines = _read(f"sentiment_{lang}.tsv").splitlines()[1:]  # first line is the header
-    rows = [(text, int(label)) for label, text in (line.split("\t", 1) for line in lines if line.strip())]
+    file, so both parts stay balanced."""
     if split not in ("train", "dev", "test", "validation", "all"):
         raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
+    lines = _read("sentiment_en.tsv").splitlines()[1:]  # first line is the header
+    rows = [(text, int(label)) for label, text in (line.split("\t", 1) for line in lines if line.strip())]
     held_out = split in ("dev", "test", "validation")
     return [row for i, row in enumerate(rows) if split == "all" or (i % HOLDOUT_EVERY == HOLDOUT_EVERY - 1) == held_out]
 
