@@ -33,7 +33,8 @@ def test_gpt2_logits_match_transformers():
     config, ref = _reference()
     ours = gpt2_from_config(config.to_dict()).eval()
     report = load_gpt2_weights(ours, ref.state_dict())
-    assert sum(row["transposed"] for row in report) == 4 * SMALL["n_layer"]  # c_attn, attn c_proj, c_fc, mlp c_proj
+    # c_attn, attn c_proj, c_fc, mlp c_proj
+    assert sum(row["how"] == "transpose" for row in report) == 4 * SMALL["n_layer"]
     ids = torch.randint(0, SMALL["vocab_size"], (3, SMALL["n_positions"]))
     with torch.no_grad():
         torch.testing.assert_close(ours(ids), ref(ids).logits, atol=1e-5, rtol=1e-5)
@@ -60,7 +61,7 @@ def test_a_wrong_checkpoint_is_refused_with_the_fix():
     config, ref = _reference()
     tensors = dict(ref.state_dict())
     tensors.pop("transformer.h.1.mlp.c_fc.bias")
-    with pytest.raises(ValueError, match="missing.*h.1.mlp.c_fc.bias.*gpt2_from_config"):
+    with pytest.raises(ValueError, match="lacks.*h.1.mlp.c_fc.bias.*gpt2_from_config"):
         load_gpt2_weights(gpt2_from_config(config.to_dict()), tensors)
     bigger = gpt2_from_config({**config.to_dict(), "n_embd": 64})
     with pytest.raises(ValueError, match="cannot fill"):

@@ -12,8 +12,8 @@ from safetensors.torch import load_file
 
 from ..models import GPT
 from ..tokenizers import read_json_file
-from .known_files import GPT2, check_model_files, warn_unverified
-from .loading import PretrainedNotFoundError, hf_cache_root
+from .known_files import GPT2, check_model_files
+from .loading import PretrainedNotFoundError, copy_checkpoint, hf_cache_root
 
 _CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # (in, out) storage: transpose
 _BLOCK = (("ln_1", "res1.norm"), ("attn.c_attn", "self_attn.qkv_proj"), ("attn.c_proj", "self_attn.out_proj"),
@@ -42,26 +42,14 @@ def gpt2_from_config(config: dict) -> GPT:
                activation="gelu_tanh", eps=config.get("layer_norm_epsilon", 1e-5), dropout=0.0)
 
 
-@torch.no_grad()
 def load_gpt2_weights(model: GPT, tensors: dict[str, torch.Tensor]) -> list[dict]:
-    """Copy a GPT-2 checkpoint ``{name: tensor}`` into ``model`` strictly; one report row per parameter."""
+    """Copy a GPT-2 checkpoint ``{name: tensor}`` into ``model`` strictly (``loading.copy_checkpoint``)."""
     tensors = {k.removeprefix("transformer."): v for k, v in tensors.items()
                if not k.endswith((".attn.bias", ".attn.masked_bias")) and k != "lm_head.weight"}  # buffers, tied
-    mapping, params = gpt2_key_mapping(len(model.blocks.layers)), dict(model.named_parameters())
-    unused = sorted(set(tensors) - {theirs for theirs, _, _ in mapping})
-    missing = sorted({theirs for theirs, _, _ in mapping} - set(tensors))
-    if unused or missing or set(params) != {ours for _, ours, _ in mapping}:
-        raise ValueError(f"not a GPT-2 checkpoint for this model: unused {unused[:3]}, missing {missing[:3]}: build "
-                         "the model with gpt2_from_config(config.json)")
-    report = []
-    for theirs, ours, transpose in mapping:
-        value = tensors[theirs].t() if transpose else tensors[theirs]  # Conv1D (in, out) -> Linear (out, in)
-        if value.shape != params[ours].shape:
-            raise ValueError(f"{theirs} {tuple(value.shape)} cannot fill {ours} {tuple(params[ours].shape)}: build "
-                             "the model with gpt2_from_config(config.json)")
-        params[ours].copy_(value)
-        report.append({"checkpoint": theirs, "ours": ours, "transposed": transpose})
-    return report
+    mapping = gpt2_key_mapping(len(model.blocks.layers))
+    return copy_checkpoint(model, tensors, [((theirs,), ours) for theirs, ours, _ in mapping],
+                           fix="build the model with gpt2_from_config(config.json)",
+                           transpose=frozenset(ours for _, ours, flip in mapping if flip))
 
 
 def find_gpt2_dir(path: str | os.PathLike | None = None, *, verify: bool = True) -> Path:
@@ -74,11 +62,8 @@ def find_gpt2_dir(path: str | os.PathLike | None = None, *, verify: bool = True)
         candidates = sorted(snapshots, key=os.path.getmtime, reverse=True)
     for folder in candidates:
         if all((folder / n).is_file() for n in ("config.json", "model.safetensors")):
-            if not verify:
-                warn_unverified(folder, GPT2)
-                return folder
-            return check_model_files(folder, GPT2, remedy=f"Download the official file ({GET_GPT2}), or load these "
-                                                          "weights on purpose: verify=False")
+            return check_model_files(folder, GPT2, verify=verify, remedy=f"Download the official file ({GET_GPT2}), "
+                                     "or load these weights on purpose: verify=False")
     raise PretrainedNotFoundError(f"no GPT-2 weights in {path or 'the Hugging Face cache'}: {GET_GPT2}")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..safe_files import verify_file
 
 __all__ = ["KnownFile", "KnownModel", "KNOWN_MODELS", "MINILM", "GPT2", "UnverifiedWeightsWarning",
-           "check_model_files", "warn_unverified"]
+           "check_model_files"]
 
 
 class UnverifiedWeightsWarning(UserWarning):
@@ -98,11 +98,16 @@ GPT2 = KnownModel(
 KNOWN_MODELS: dict[str, KnownModel] = {MINILM.name: MINILM, GPT2.name: GPT2}
 
 
-def check_model_files(folder: str | os.PathLike, model: KnownModel, *, remedy: str) -> Path:
+def check_model_files(folder: str | os.PathLike, model: KnownModel, *, remedy: str, verify: bool = True) -> Path:
     """Refuse ``folder`` unless every file ``model``'s loader reads is there and every listed file present is
-    the official one (size and sha256). The error names the file, both hashes, the official copy's URL and
-    ``remedy`` (what to do for this source). Returns ``folder`` as a Path."""
+    the official one (size and sha256); the error names the file, both hashes, the official copy's URL and ``remedy``
+    (what to do for this source). ``verify=False``: no check, an ``UnverifiedWeightsWarning`` instead."""
     folder = Path(folder)
+    if not verify:
+        warnings.warn(f"{folder}: loaded with verify=False, its files were not checked against the official "
+                      f"{model.repo} (revision {model.revision[:12]}): use it on purpose only (a fine-tuned copy, "
+                      "another model of the same shape)", UnverifiedWeightsWarning, stacklevel=3)
+        return folder
     for known in model.files:
         path = folder / known.path
         if known.loader_reads or path.exists():
@@ -110,10 +115,3 @@ def check_model_files(folder: str | os.PathLike, model: KnownModel, *, remedy: s
                         fix=f"The official {known.path} of {model.repo} (revision {model.revision[:12]}) is "
                             f"{model.url(known.path)}. {remedy}")
     return folder
-
-
-def warn_unverified(folder: str | os.PathLike, model: KnownModel, stacklevel: int = 3) -> None:
-    """The warning of a load with ``verify=False``: nothing says these files are the official ``model``."""
-    warnings.warn(f"{folder}: loaded with verify=False, its files were not checked against the official "
-                  f"{model.repo} (revision {model.revision[:12]}): use it on purpose only (a fine-tuned copy, "
-                  "another model of the same shape)", UnverifiedWeightsWarning, stacklevel=stacklevel)

