@@ -147,7 +147,7 @@ class FileMismatchError(ValueError):
     """A file is not the one a table or manifest names (size or sha256 differ)."""
 
 
-_SHA256_CACHE: dict[tuple[str, int, int], str] = {}
+_SHA256_CACHE: dict[tuple, str] = {}
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -160,10 +160,11 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """:func:`sha256_file`, computed once per process while the file's path, size and mtime stay the same."""
+    """:func:`sha256_file`, computed once per process while the file's path, size, mtime, ctime (``touch`` cannot
+    set it back) and inode stay the same."""
     path = Path(path).resolve()
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
     if key not in _SHA256_CACHE:
         _SHA256_CACHE[key] = sha256_file(path)
     return _SHA256_CACHE[key]

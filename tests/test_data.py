@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import data
+from course_utils import data, safe_files
 from course_utils.data import __main__ as cli
 from course_utils.data import datasets, download, registry
 from course_utils.data.registry import Resource
@@ -37,7 +37,7 @@ def clean_env(monkeypatch, tmp_path):
     monkeypatch.delenv("COURSE_DATA_DIR", raising=False)
     monkeypatch.delenv("COURSE_OFFLINE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    download._verified.clear()
+    safe_files._SHA256_CACHE.clear()
 
 
 def toy(monkeypatch, content: bytes, name="toy", path="toy/file.txt", **kw) -> Resource:
@@ -137,8 +137,8 @@ def test_present_file_is_verified_once_then_cached_until_it_changes(monkeypatch,
     path.parent.mkdir()
     path.write_bytes(b"abc" * 100)
     calls = []
-    real = download.sha256_file
-    monkeypatch.setattr(download, "sha256_file", lambda p: calls.append(p) or real(p))
+    real = safe_files.sha256_file
+    monkeypatch.setattr(safe_files, "sha256_file", lambda p: calls.append(p) or real(p))
     assert data.fetch("toy", data_dir=tmp_path) == path
     assert len(calls) == 1
     data.fetch("toy", data_dir=tmp_path)

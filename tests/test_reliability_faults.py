@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from course_utils import checkpoint as ckpt_module
-from course_utils import data
+from course_utils import data, safe_files
 from course_utils.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from course_utils.data import download, registry
 from course_utils.data.registry import Resource
@@ -435,7 +435,7 @@ def test_remembered_hash_is_not_trusted_when_content_changes_with_the_same_size_
     path = tmp_path / "toy" / "file.txt"
     path.parent.mkdir()
     path.write_bytes(b"abc" * 100)
-    download._verified.clear()
+    safe_files._SHA256_CACHE.clear()
     data.fetch("toy", data_dir=tmp_path)  # verified, hash remembered
     st = path.stat()
     with open(path, "r+b") as f:  # same size, same inode, then the old mtime put back

@@ -1,10 +1,9 @@
 """Get a dataset file into the data folder, intact (sha256), or explain in plain words how to get it. Downloads go to
-a temporary file beside the target, checked, then ``os.replace``d (never a half file). A good hash is remembered for
-this process while the file's size, mtime, ctime (``touch`` cannot set it back), inode and ends stay the same."""
+a temporary file beside the target, checked, then ``os.replace``d (never a half file). Hashes are computed once per
+process while a file is unchanged (``safe_files.file_sha256``)."""
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import tempfile
@@ -15,15 +14,13 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ..safe_files import sha256_file
+from ..safe_files import file_sha256, sha256_file
 from .registry import Resource, get_resource
 from .registry import data_dir as _resolve_dir
 
 TIMEOUT_S = 60  # seconds without a byte before a download is abandoned
 _HEADERS = {"User-Agent": "Mozilla/5.0 (transformers-course)"}  # some hosts (manythings.org) refuse bare clients
 _CHUNK = 1 << 16
-_SAMPLE = 1 << 16  # bytes hashed at each end of a file for the quick re-check
-_verified: dict[tuple, str] = {}  # _state(path) -> sha256, for this process
 
 
 class DataUnavailable(RuntimeError):
@@ -49,17 +46,6 @@ def downloads_allowed(download: bool = True) -> bool:
     return bool(download) and os.environ.get("COURSE_OFFLINE", "").strip().lower() in ("", "0", "false", "no")
 
 
-def _state(path: Path) -> tuple:
-    """What must be unchanged for an earlier hash of ``path`` to be trusted (see the module docstring)."""
-    st = path.stat()
-    quick = hashlib.sha256()
-    with open(path, "rb") as f:
-        quick.update(f.read(_SAMPLE))
-        f.seek(max(_SAMPLE, st.st_size - _SAMPLE))  # past the end of a small file: reads nothing
-        quick.update(f.read(_SAMPLE))
-    return (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino, quick.hexdigest())
-
-
 def _expect_published(res: Resource, path: Path, size: int, digest: str, url: str | None = None) -> None:
     """Raise :class:`ChecksumMismatch` naming the fix unless ``size`` and ``digest`` are ``res``'s."""
     if size == res.size and digest == res.sha256:
@@ -73,12 +59,8 @@ def _expect_published(res: Resource, path: Path, size: int, digest: str, url: st
 
 
 def verify(res: Resource, path: Path) -> Path:
-    """``path`` if its bytes are ``res``'s, else :class:`ChecksumMismatch`; the hash is reused while the file is
-    unchanged."""
-    key = _state(path)
-    if key not in _verified:
-        _verified[key] = sha256_file(path)
-    _expect_published(res, path, key[1], _verified[key])
+    """``path`` if its bytes are ``res``'s, else :class:`ChecksumMismatch`."""
+    _expect_published(res, path, path.stat().st_size, file_sha256(path))
     return path
 
 
@@ -161,7 +143,6 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool =
         for url in res.urls:  # mirrors are tried in order; the first intact copy wins
             try:
                 _download(url, path, progress, check, None if res.derive else res.size)
-                _verified[_state(path)] = res.sha256  # the next fetch trusts this hash, not reading the file again
                 return path
             except _NetworkError as exc:
                 failures.append(f"{url}: {exc}")
