@@ -15,7 +15,7 @@ class InverseSqrtSchedule:
     """``lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`` (Vaswani et al. 2017, 5.3): linear warm-up,
     then ``1/sqrt(step)`` decay; the paper's schedule exactly with ``base_lr = 1.0``."""
 
-    def __init__(self, d_model: int, warmup: int) -> None:
+    def __init__(self, d_model: int, warmup: int = 4000) -> None:
         self.d_model = check_int(d_model, "d_model")
         self.warmup = check_int(warmup, "warmup")
 
@@ -57,11 +57,5 @@ class CosineSchedule:
         return f"CosineSchedule(total_steps={self.total_steps}, warmup={self.warmup}, min_ratio={self.min_ratio})"
 
 
-def inverse_sqrt_schedule(d_model: int, warmup: int = 4000) -> InverseSqrtSchedule:
-    """The paper's schedule as a ``LambdaLR`` multiplier; see :class:`InverseSqrtSchedule`."""
-    return InverseSqrtSchedule(d_model, warmup)
-
-
-def cosine_schedule(total_steps: int, warmup: int = 0, min_ratio: float = 0.0) -> CosineSchedule:
-    """Warm-up + cosine decay as a ``LambdaLR`` multiplier; see :class:`CosineSchedule`."""
-    return CosineSchedule(total_steps, warmup, min_ratio)
+# The names lessons use: ``LambdaLR(optimizer, cosine_schedule(steps, warmup))``.
+inverse_sqrt_schedule, cosine_schedule = InverseSqrtSchedule, CosineSchedule

@@ -61,14 +61,6 @@ def check_rank(x: torch.Tensor, name: str, ranks: tuple[int, ...], layout: str) 
     return x
 
 
-def check_last_dim(x: torch.Tensor, name: str, size: int, what: str = "d_model") -> torch.Tensor:
-    """Raise ``ValueError`` unless the last dimension equals ``size``."""
-    if x.shape[-1] != size:
-        raise ValueError(f"{name} has last dimension {x.shape[-1]} but the module was built with {what}={size}: "
-                         f"project the input to {size} features or build the module with {what}={x.shape[-1]}")
-    return x
-
-
 def check_float(x: torch.Tensor, name: str) -> torch.Tensor:
     """Raise ``TypeError`` unless ``x`` is a floating-point tensor (token ids go through an embedding first)."""
     check_tensor(x, name)
@@ -83,7 +75,9 @@ def check_vectors(x, name: str, size: int, device: torch.device | None = None, d
     such as ``"(B, T, d_model)"`` is given), on ``device`` and in ``dtype`` when given."""
     if layout is not None:
         check_rank(x, name, (3,), layout)
-    check_last_dim(check_float(x, name), name, size)
+    if check_float(x, name).shape[-1] != size:
+        raise ValueError(f"{name} has last dimension {x.shape[-1]} but {owner} was built with d_model={size}: project "
+                         f"the input to {size} features or build it with d_model={x.shape[-1]}")
     if device is not None:
         check_same_device(x, name, device, owner)
     return x if dtype is None else check_dtype(x, name, dtype, owner)
