@@ -4,7 +4,7 @@
     python benchmarks/bench_gpt.py --preset baby --compile           # CUDA: nanoGPT's baby GPT, + torch.compile rows
 
 Every row trains the same model from the same seed (``--seed``) for ``--steps`` steps through
-``course_utils.gpt_train`` (the first quarter of the steps, which includes compilation, is left out of the rate) and
+``train_gpt.py`` (the first quarter of the steps, which includes compilation, is left out of the rate) and
 reports tokens/s and the final training loss. Each configuration runs ``--repeats`` times, the repeats interleaved
 (all rows once, then all rows again) so that a burst of load from other processes hits every row alike; a row stores
 every run, their median and their min and max. The ``matmul`` block times one feed-forward matrix product of the
@@ -27,8 +27,11 @@ from pathlib import Path
 
 import torch
 
-from course_utils import gpt_train
-from course_utils.data import load_tiny_shakespeare
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_gpt.py, beside this file
+
+import train_gpt  # noqa: E402
+
+from course_utils.data import load_tiny_shakespeare  # noqa: E402
 
 
 def spread(values: list[float]) -> dict:
@@ -64,7 +67,7 @@ def cpu_bf16_flags() -> list[str]:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--preset", default="small", choices=sorted(gpt_train.PRESETS))
+    p.add_argument("--preset", default="small", choices=sorted(train_gpt.PRESETS))
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--repeats", type=int, default=5, help="runs per row (interleaved); the row keeps every run")
     p.add_argument("--seed", type=int, default=1337, help="the same seed for every run: same weights, same batches")
@@ -87,7 +90,7 @@ def main(argv=None) -> dict:
                    "--seed", str(args.seed)]
             cmd += ["--compile"] if compiled else []
             cmd += ["--text-file", args.text_file] if args.text_file else []
-            runs[amp, compiled].append(gpt_train.main(cmd))
+            runs[amp, compiled].append(train_gpt.main(cmd))
     rows = []
     for (amp, compiled), summaries in runs.items():
         steady = spread([s["steady_tokens_per_s"] for s in summaries])
@@ -97,7 +100,7 @@ def main(argv=None) -> dict:
                      "tokens_per_s_incl_warmup": round(statistics.median(s["tokens_per_s"] for s in summaries)),
                      "train_loss": statistics.median(s["train_loss"] for s in summaries),
                      "seconds": round(statistics.median(s["seconds"] for s in summaries), 2)})
-    shape = gpt_train.PRESETS[args.preset]
+    shape = train_gpt.PRESETS[args.preset]
     tokens, d = shape["batch_size"] * shape["block_size"], shape["d_model"]
     times = {"float32": [], "bf16": [], "autocast": []}
     for _ in range(max(args.repeats, 3) * 2):

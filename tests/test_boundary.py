@@ -90,8 +90,6 @@ def test_no_course_utils_module_is_over_300_lines():
     assert not too_long, f"modules over 300 lines: {too_long}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25 is open: course models, pinned hashes, the GPT-2 loader and the "
-                   "hostile-input checks added about 600 lines; the consolidation has not yet brought it back under")
 def test_course_utils_is_at_most_5000_lines():
     total = sum(_line_counts().values())
     assert total <= 5000, f"course_utils has {total} lines (limit 5,000)"

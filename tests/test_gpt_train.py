@@ -1,4 +1,4 @@
-"""The GPT training entry point: one process, and DDP with torchrun (gloo, 2 CPU processes)."""
+"""The GPT trainer ``benchmarks/train_gpt.py``: one process, and DDP with torchrun (gloo, 2 CPU processes)."""
 
 import json
 import os
@@ -11,6 +11,7 @@ import torch
 
 from course_utils.lm_data import lm_batches, split_ids
 
+TRAIN_GPT = str(Path(__file__).resolve().parents[1] / "benchmarks" / "train_gpt.py")
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 40
 
 
@@ -36,8 +37,7 @@ def test_single_process_training_writes_a_resumable_checkpoint(tmp_path):
     (tmp_path / "t.txt").write_text(TEXT)
     args = [
         sys.executable,
-        "-m",
-        "course_utils.gpt_train",
+        TRAIN_GPT,
         "--preset",
         "tiny",
         "--eval-batches",
@@ -66,8 +66,7 @@ def test_ddp_with_torchrun_two_processes_keeps_ranks_in_sync(tmp_path):
             "2",
             "--master_port",
             "29533",
-            "-m",
-            "course_utils.gpt_train",
+            TRAIN_GPT,
             "--preset",
             "tiny",
             "--steps",
@@ -87,7 +86,8 @@ def test_ddp_with_torchrun_two_processes_keeps_ranks_in_sync(tmp_path):
 
 
 def test_throughput_leaves_the_warm_up_out_of_the_steady_rate():
-    from course_utils.gpt_train import throughput
+    sys.path.insert(0, str(Path(TRAIN_GPT).parent))
+    from train_gpt import throughput
 
     # 8 steps of 100 tokens: the first step takes 10 s (compilation), every later one 1 s.
     elapsed = [10.0 + i for i in range(8)]

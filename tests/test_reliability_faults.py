@@ -509,8 +509,9 @@ def test_param_groups_split_shared_weights_once():
 
 
 def test_gpt_train_decays_weight_matrices_only(monkeypatch, tmp_path):
-    """library.md 13 in gpt_train: its AdamW got model.parameters() with weight_decay=0.1."""
-    from course_utils import gpt_train
+    """library.md 13 in the GPT trainer: its AdamW got model.parameters() with weight_decay=0.1."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import train_gpt as gpt_train
 
     seen = []
     real = torch.optim.AdamW
@@ -542,7 +543,7 @@ def _interrupt_at(step_to_stop: int):
 
 
 def test_fit_in_a_script_re_raises_ctrl_c_after_the_last_checkpoint(tmp_path, capsys):
-    """library.md 12: fit swallowed Ctrl+C in scripts too: gpt_train and the benchmarks carried on."""
+    """library.md 12: fit swallowed Ctrl+C in scripts too: the GPT trainer and the benchmarks carried on."""
     path = tmp_path / "run.pt"
     with pytest.raises(KeyboardInterrupt) as info:
         fit(small_model(), _interrupt_at(7), mse, steps=20, checkpoint_path=path, checkpoint_every=5,

@@ -1,8 +1,8 @@
 """Train a character-level GPT on tiny-shakespeare, on one device or several (lesson 11, lesson 14).
 
-    python -m course_utils.gpt_train --steps 2000                       # one GPU / CPU / MPS
-    python -m course_utils.gpt_train --preset baby --amp bf16 --compile # nanoGPT's "baby GPT": 6L/6H/384, ctx 256
-    torchrun --nproc_per_node 2 -m course_utils.gpt_train --steps 200   # DistributedDataParallel (gloo on CPU)
+    python benchmarks/train_gpt.py --steps 2000                         # one GPU / CPU / MPS
+    python benchmarks/train_gpt.py --preset baby --amp bf16 --compile   # nanoGPT's "baby GPT": 6L/6H/384, ctx 256
+    torchrun --nproc_per_node 2 benchmarks/train_gpt.py --steps 200     # DistributedDataParallel (gloo on CPU)
 
 Under torchrun each rank draws its own batches and all-reduces gradients; rank 0 evaluates, checkpoints, prints."""
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -18,13 +19,15 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from .checkpoint import load_checkpoint
-from .data import load_tiny_shakespeare
-from .lm_data import lm_batches, split_ids
-from .models import GPT
-from .schedules import cosine_schedule
-from .tokenizers import CharTokenizer
-from .train import History, fit, param_groups, pick_device
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
+
+from course_utils.checkpoint import load_checkpoint  # noqa: E402
+from course_utils.data import load_tiny_shakespeare  # noqa: E402
+from course_utils.lm_data import lm_batches, split_ids  # noqa: E402
+from course_utils.models import GPT  # noqa: E402
+from course_utils.schedules import cosine_schedule  # noqa: E402
+from course_utils.tokenizers import CharTokenizer  # noqa: E402
+from course_utils.train import History, fit, param_groups, pick_device  # noqa: E402
 
 PRESETS = {
     "tiny": dict(n_layers=2, n_heads=2, d_model=64, block_size=64, batch_size=16),
@@ -135,7 +138,7 @@ def main(argv=None) -> dict:
         summary["ranks_in_sync"] = max(checks) - min(checks) <= 1e-9 * max(1.0, abs(max(checks)))
         dist.destroy_process_group()
     if lead and args.save_as:
-        from .pretrained.course_models import save_course_model
+        from course_utils.pretrained.course_models import save_course_model
 
         config = dict(vocab_size=tok.vocab_size, max_len=args.block_size, n_layers=args.n_layers,
                       n_heads=args.n_heads, d_model=args.d_model, dropout=args.dropout)
