@@ -80,6 +80,13 @@ def test_course_utils_never_imports_the_notebook_layer_or_reads_outside_itself(p
         assert pattern not in text, f"{path.name} reaches outside the package ({pattern})"
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.name)
+def test_benchmarks_import_the_library_only(path):
+    """The trainers and benchmarks need no notebook layer: a GPU machine runs them with course_utils alone."""
+    bad = {m for m in _imports(path) if m.split(".")[0] in NOTEBOOK_LAYER}
+    assert not bad, f"benchmarks/{path.name} imports {sorted(bad)}: move what it needs down to course_utils"
+
+
 def _line_counts() -> dict[str, int]:
     return {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
             for p in CORE.rglob("*.py")}
