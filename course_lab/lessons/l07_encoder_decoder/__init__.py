@@ -65,7 +65,7 @@ def _encoder_layer_params(d_model: int, d_ff: int) -> int:
 
 
 def _decoder_layer_params(d_model: int, d_ff: int) -> int:
-    """Masked self-attention + cross-attention + FFN + three LayerNorms (reference of exercise 2)."""
+    """Masked self-attention + cross-attention + FFN + three LayerNorms."""
     return 2 * _mha_params(d_model) + _ffn_params(d_model, d_ff) + 3 * _norm_params(d_model)
 
 
