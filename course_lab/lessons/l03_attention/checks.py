@@ -181,7 +181,7 @@ def check_masked_attention_fix(fn) -> bool:
                 "这仍然是埋下的那个错误：掩码是在 softmax 之后才施加的。被遮住的键权重虽然是 0，但它们已经在 "
                 f"softmax 的分母里分走了一份：每行之和不再是 1，只重新抽取被遮住的键，输出就变了 {moved:.3f}。"
                 "应该在 softmax 之前遮住分数。")
-        elif float(w[mask].sum()) < float(w[~mask].sum()):        # most weight where attending is forbidden
+        elif bool(((w * mask).sum(-1)[(~mask).any(-1)] < 1e-3).all()):  # every row with a masked key: all there
             say("Hint: your weights sit mostly where the mask is False. In this course True means "
                 "\"may attend\" (as in F.scaled_dot_product_attention); PyTorch's key_padding_mask uses "
                 "the opposite convention. Fill the scores where ~mask.",
