@@ -2,8 +2,9 @@
 
 Everything a lesson needs around the maths, and nothing of the maths itself: figures (``viz``), interactive
 widgets (``widgets``), the Chinese font (``fonts``), the notebook's language (``i18n``), exercise-check plumbing
-(``exercises``) and per-lesson demo data, widget builders and checks (``lessons.lNN_*``). The algorithms live in
-the notebook cells and, once they are shared, in ``course_utils``; ``course_utils`` never imports this package.
+(``exercises``), the lesson registry (``registry``) and per-lesson demo data, widget builders and checks
+(``lessons.lNN_*``). The algorithms live in the notebook cells and, once they are shared, in ``course_utils``;
+``course_utils`` never imports this package.
 
 Install it with the ``lab`` extra: ``pip install -e ".[lab]"`` (``make lab`` / ``make test`` do that).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"viz", "widgets", "fonts", "i18n", "exercises", "lessons"}
+_LAZY = {"viz", "widgets", "fonts", "i18n", "exercises", "lessons", "registry"}
 
 
 def __getattr__(name: str):

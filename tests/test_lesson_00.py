@@ -2,30 +2,38 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import build_notebooks as bn
 import pytest
 import torch
 from matplotlib.colors import to_hex
 from matplotlib.mathtext import MathTextParser
 
-from course_lab import viz
+from course_lab import registry, viz
 from course_lab.i18n import set_language
 from course_lab.lessons import l00_welcome as l00
 from course_utils.train import pick_device
 
-SOURCE = Path(__file__).resolve().parents[1] / "notebooks" / "source" / "00_welcome.md"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CJK = re.compile("[\u4e00-\u9fff]")
+COUNT = len(registry.LESSONS)  # the course's lessons: the registry says how many, no test does
 
 
 pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
 
 
+def _markdown(language: str) -> str:
+    """The markdown of the built lesson 00 notebook in one language (the builder expanded its placeholders)."""
+    nb = json.loads((NOTEBOOKS / language / "00_welcome.ipynb").read_text(encoding="utf-8"))
+    return "\n\n".join("".join(cell["source"]) for cell in nb["cells"] if cell["cell_type"] == "markdown")
+
+
 def _map_rows(language: str) -> list[list[str]]:
-    """Rows of the course-map table in the given language section of the notebook source."""
-    text = SOURCE.read_text(encoding="utf-8")
-    section = text.split("## The course map" if language == "en" else "## 课程地图")[1]
+    """Rows of the course-map table in the given language's notebook."""
+    section = _markdown(language).split("## The course map" if language == "en" else "## 课程地图")[1]
     rows = []
     for line in section.splitlines():
         if line.startswith("| ") and re.match(r"\| \d\d \|", line):
@@ -36,32 +44,52 @@ def _map_rows(language: str) -> list[list[str]]:
 
 
 def test_lessons_are_numbered_bilingual_and_drawable():
-    assert [lesson.number for lesson in l00.LESSONS] == list(range(15))
+    assert l00.LESSONS is registry.LESSONS
+    assert [lesson.number for lesson in l00.LESSONS] == list(range(COUNT))
     parser = MathTextParser("agg")
     for lesson in l00.LESSONS:
         assert set(lesson.title) == set(lesson.summary) == {"en", "zh"}
         assert CJK.search(lesson.summary["zh"])  # titles may be names ("GPT")
-        parser.parse(lesson.formula)  # raises ValueError if mathtext cannot draw it
+        if lesson.formula:  # optional: the card then shows none
+            parser.parse(lesson.formula)  # raises ValueError if mathtext cannot draw it
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_notebook_course_map_matches_lessons(language):
     rows = _map_rows(language)
-    assert [int(r[0]) for r in rows] == list(range(15))
+    assert [int(r[0]) for r in rows] == list(range(COUNT))
     for row, lesson in zip(rows, l00.LESSONS):
         assert row[1] == lesson.title[language]
         assert row[2] == lesson.summary[language]
 
 
+def test_notebook_counts_and_ranges_come_from_the_registry():
+    """"the map of the fifteen lessons" and the notes' "Lessons 09-14": words and numbers made by the builder."""
+    training = registry.part_lessons("training")
+    first, last = f"{training[0].number:02d}", f"{training[-1].number:02d}"
+    en, zh = _markdown("en"), _markdown("zh")
+    assert f"the map of the {registry.number_word(COUNT, 'en')} lessons" in en
+    assert f"全部{registry.number_word(COUNT, 'zh')}课" in zh
+    assert "{{" not in en + zh
+    instructor = bn.build_lesson(bn.SOURCE_DIR / "00_welcome.md", edition="instructor")  # the notes' ranges
+    assert f"Lessons {first}-{last} train and use it" in instructor["en"]
+    assert f"第 {first} 到 {last} 课在真实数据上训练" in instructor["zh"]
+
+
 def test_lesson_info_and_errors():
     info = l00.lesson_info(2, "zh")
     assert info["title"] == "位置编码" and info["number"] == 2 and "sin" in info["formula"]
-    assert len(l00.course_map("en")) == 15 and l00.course_map("en")[14]["number"] == 14
-    with pytest.raises(ValueError, match="no lesson 15"):
-        l00.lesson_info(15)
+    assert len(l00.course_map("en")) == COUNT and l00.course_map("en")[-1]["number"] == COUNT - 1
+    with pytest.raises(ValueError, match=f"^there is no lesson {COUNT}: the course has lessons 0 to {COUNT - 1}$"):
+        l00.lesson_info(COUNT)
+    with pytest.raises(ValueError, match=f"^there is no lesson {COUNT}: "):
+        l00.part_of(COUNT)
     with pytest.raises(TypeError):
         l00.lesson_info("3")
     assert l00.part_of(4, "en") == "Attention"
+    for lesson in l00.LESSONS:  # every registered lesson has a part, in both languages
+        assert l00.part_of(lesson.number, "en") == registry.part(lesson.part).name["en"]
+        assert l00.part_of(lesson.number, "zh") == registry.part(lesson.part).name["zh"]
 
 
 def test_environment_report():

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import build_notebooks
 import nbcheck
 import pytest
 from notebook_guard import GUARD
@@ -23,7 +24,9 @@ def run_guard(language: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_every_notebook_starts_with_the_guard_in_its_language():
-    assert len(NOTEBOOKS) == 30
+    registry = build_notebooks.load_registry()
+    assert [p.relative_to(ROOT / "notebooks").as_posix() for p in NOTEBOOKS] == sorted(
+        f"{language}/{lesson.slug}.ipynb" for language in ("en", "zh") for lesson in registry.LESSONS)
     for path in NOTEBOOKS:
         nb = json.loads(path.read_text(encoding="utf-8"))
         first = next(c for c in nb["cells"] if c["cell_type"] == "code")

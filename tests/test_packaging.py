@@ -14,6 +14,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+import build_notebooks
 import pytest
 import yaml
 from packaging.requirements import Requirement
@@ -29,7 +30,8 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 ENVIRONMENT = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
 PROJECT = PYPROJECT["project"]
 EXTRAS = PROJECT["optional-dependencies"]
-LESSON_NUMBERS = [f"{n:02d}" for n in range(15)]
+REGISTRY = build_notebooks.load_registry()  # this checkout's lessons (course_lab/registry.py)
+LESSON_NUMBERS = [f"{lesson.number:02d}" for lesson in REGISTRY.LESSONS]
 
 
 def _name(requirement: str) -> str:
@@ -325,7 +327,11 @@ def test_readmes_link_each_other_and_list_every_lesson(readme, other):
     ):
         assert command in text
     rows = re.findall(r"^\|\s*(\d{2})\s*\|", text, flags=re.M)
-    assert rows == LESSON_NUMBERS, f"{readme} must list lessons 00-14 in a table, found {rows}"
+    assert rows == LESSON_NUMBERS, f"{readme} must list lessons {LESSON_NUMBERS[0]}-{LESSON_NUMBERS[-1]}, found {rows}"
+    language = "zh" if readme == "README_zh.md" else "en"
+    titles = re.findall(r"^\|\s*\d{2}\s*\|\s*\[([^\]]+)\]\(notebooks/" + language + r"/", text, flags=re.M)
+    assert titles == [lesson.title[language] for lesson in REGISTRY.LESSONS], "run tools/build_notebooks.py"
+    assert build_notebooks.stale_readmes() == {}, "the READMEs' lesson tables are stale: run tools/build_notebooks.py"
     sources = sorted((ROOT / "notebooks" / "source").glob("[0-9][0-9]_*.md"))
     assert {p.name[:2] for p in sources} <= set(rows)
 

@@ -10,6 +10,7 @@ import importlib
 import inspect
 import math
 import pkgutil
+import re
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ pytest.importorskip("ipywidgets", reason="the widgets need the lab extra: pip in
 pytest.importorskip("matplotlib", reason="the widgets need the lab extra: pip install -e .[lab]")
 
 import course_lab.lessons as lessons_pkg  # noqa: E402  (after the skip: it needs the lab extra)
+from course_lab import registry  # noqa: E402
 
 TEXT = "To be, or not to be, that is the question: ROMEO! Ay me.\n"
 
@@ -135,6 +137,8 @@ def _assert_sane(w, what):
     error = getattr(w, "error", None)
     if error:                                  # a clear message shown instead of a figure is allowed
         assert isinstance(error, str) and len(error) > 10, what
+        missing = re.match(r"there is no lesson (\d+)", error)  # but a registered lesson always exists
+        assert not (missing and int(missing.group(1)) < len(registry.LESSONS)), f"{what}: {error}"
         return
     fig = getattr(w, "figure", None)
     if fig is not None:
@@ -170,4 +174,27 @@ def test_widget_controls_at_their_extremes(build, arguments):
         for value in _extremes(control):
             control.value = value
             _assert_sane(w, f"{build.__name__}: {name}={value!r}")
+    plt.close("all")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_course_map_widget_shows_every_registered_lesson(lang):
+    """Every lesson of the registry is in the dropdown and gets its card and part; a number past the last lesson
+    gets exactly the message that names the lessons there are."""
+    import matplotlib.pyplot as plt
+
+    from course_lab.lessons import l00_welcome as l00
+
+    w = l00.build_course_map_widget(lang)
+    values = [option[1] for option in w.controls["lesson"].options]
+    assert values == [lesson.number for lesson in registry.LESSONS]
+    for lesson in registry.LESSONS:
+        w.controls["lesson"].value = lesson.number
+        assert w.error is None, w.error
+        assert w.state["number"] == lesson.number and w.state["title"] == lesson.title[lang]
+        assert w.state["part"] == registry.part(lesson.part).name[lang]
+    last = len(registry.LESSONS) - 1
+    with pytest.raises(ValueError) as raised:
+        l00.render_lesson_card(last + 1, lang)
+    assert str(raised.value) == f"there is no lesson {last + 1}: the course has lessons 0 to {last}"
     plt.close("all")

@@ -9,6 +9,12 @@ instructor-only cells: speaker notes (``%% markdown notes``) and test probes (ce
 tests/test_widget_probes.py runs instead). The *instructor* edition (``build/instructor/{en,zh}``, not committed)
 keeps every cell; tools/export_slides.py exports the decks from it, so the notes reach the speaker view.
 
+The builder also keeps the course in step with its lesson registry (``course_lab/registry.py``): a source without a
+registry row, or a row without a source, is an error; ``{{course_map}}``, ``{{lesson_count}}``, ``{{first:part}}`` and
+``{{last:part}}`` in a markdown cell become the registry's table, count and numbers; and the lesson tables of
+README.md and README_zh.md (between their ``<!-- lessons ... -->`` lines) are rewritten from it (``--check`` lists
+them when stale).
+
 The source format is documented in notebooks/source/README.md. The output is deterministic (fixed cell ids,
 no outputs, sorted JSON keys) so that rebuilding an unchanged source gives byte-identical files and
 ``--check`` can compare bytes.
@@ -17,7 +23,9 @@ no outputs, sorted JSON keys) so that rebuilding an unchanged source gives byte-
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
+import importlib.util
 import json
 import re
 import sys
@@ -41,6 +49,11 @@ else:  # `python tools/build_notebooks.py`, or imported with tools/ on sys.path 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIR = ROOT / "notebooks" / "source"
 OUT_DIR = ROOT / "notebooks"
+REGISTRY = ROOT / "course_lab" / "registry.py"  # the lesson registry: which lessons exist, their titles and parts
+READMES = {"en": ROOT / "README.md", "zh": ROOT / "README_zh.md"}
+# The READMEs' lesson tables sit between these two lines; the builder rewrites what is between them.
+README_BEGIN = "<!-- lessons: made by tools/build_notebooks.py from course_lab/registry.py; do not edit -->"
+README_END = "<!-- end of lessons -->"
 
 LANGUAGES = ("en", "zh")
 EDITIONS = ("student", "instructor")
@@ -339,6 +352,90 @@ def render(nb: dict) -> str:
     return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
+def load_registry(path: Path = REGISTRY):
+    """The lesson registry of this checkout, loaded from its file: the builder runs before the course's package is
+    installed, and an installed ``course_lab`` may belong to another checkout."""
+    name = "_course_registry"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the file runs
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+# `{{name}}` or `{{name:argument}}` in a markdown cell: text made from the registry (lesson 00's course map).
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_]+))?\s*\}\}")
+PLACEHOLDERS = {
+    "course_map": "the course-map table (number, title, one-liner of every lesson)",
+    "lesson_count": "the number of lessons in words (fifteen / 十五)",
+    "first": "the two-digit number of a part's first lesson, {{first:training}}",
+    "last": "the two-digit number of a part's last lesson, {{last:training}}",
+}
+
+
+def expand_placeholders(text: str, language: str, where: str, registry=None) -> str:
+    """Replace every ``{{placeholder}}`` of a markdown text with what the registry says (SourceFormatError when
+    one is unknown)."""
+    if "{{" not in text:
+        return text
+    registry = registry or load_registry()
+
+    def one(match: re.Match) -> str:
+        name, argument = match.group(1), match.group(2)
+        if name not in PLACEHOLDERS or (argument is None) != (name in ("course_map", "lesson_count")):
+            raise SourceFormatError(f"{where}: unknown placeholder {match.group(0)!r}; the builder knows "
+                                    + "; ".join(f"{{{{{k}}}}}: {v}" for k, v in PLACEHOLDERS.items()))
+        if name == "course_map":
+            return registry.course_map_table(language)
+        if name == "lesson_count":
+            return registry.number_word(len(registry.LESSONS), language)
+        try:
+            lessons = registry.part_lessons(argument)
+        except ValueError as error:
+            raise SourceFormatError(f"{where}: {match.group(0)}: {error}") from None
+        return f"{lessons[0 if name == 'first' else -1].number:02d}"
+
+    return _PLACEHOLDER.sub(one, text)
+
+
+def registry_problems(sources: list[Path], registry=None) -> list[str]:
+    """A registered lesson exists exactly when its source exists: what differs between the two."""
+    registry = registry or load_registry()
+    registered = {lesson.slug for lesson in registry.LESSONS}
+    present = {source.stem for source in sources}
+    return ([f"notebooks/source/{slug}.md: no such source for the registered lesson {slug} "
+             f"(write it, or remove its row from course_lab/registry.py)" for slug in sorted(registered - present)]
+            + [f"notebooks/source/{stem}.md: not in the lesson registry; add its row to LESSONS in "
+               f"course_lab/registry.py" for stem in sorted(present - registered)])
+
+
+def readme_text(text: str, language: str, registry=None) -> str:
+    """``text`` (a README) with the lesson table between README_BEGIN and README_END made from the registry."""
+    registry = registry or load_registry()
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise SourceFormatError(f"the README in {language} needs the lines {README_BEGIN!r} and {README_END!r} "
+                                "around its lesson table")
+    return (text[: begin + len(README_BEGIN)] + "\n" + registry.readme_table(language) + "\n" + text[end:])
+
+
+def stale_readmes(registry=None) -> dict[Path, str]:
+    """READMEs whose lesson table differs from the registry: ``{path: the text it should have}``."""
+    stale = {}
+    for language, path in READMES.items():
+        text = path.read_text(encoding="utf-8")
+        wanted = readme_text(text, language, registry)
+        if wanted != text:
+            stale[path] = wanted
+    return stale
+
+
 def lesson_sources(source_dir: Path) -> list[Path]:
     """The lesson sources in ``source_dir``, sorted; other markdown files must be README.md."""
     sources = []
@@ -361,6 +458,11 @@ def build_lesson(source: Path, notes: list[str] | None = None, edition: str = "s
     """
     lesson = source.stem
     cells = parse_source(source.read_text(encoding="utf-8"), lesson)
+    # {{course_map}} and the other placeholders of markdown cells come from the registry.
+    where = f"{lesson}, line"
+    cells = [dataclasses.replace(cell, text={language: expand_placeholders(text, language, f"{where} {cell.line}")
+                                             for language, text in cell.text.items()})
+             if cell.kind == "markdown" else cell for cell in cells]
     errors, lesson_notes = one_language_problems(cells, lesson)
     if errors:
         raise SourceFormatError("\n".join(errors))
@@ -380,7 +482,10 @@ def build_all(source_dir: Path = SOURCE_DIR, notes: list[str] | None = None,
     All sources are built before an error is raised, so that one run lists the problems of every lesson.
     """
     built, errors = {}, []
-    for source in lesson_sources(source_dir):
+    sources = lesson_sources(source_dir)
+    if source_dir.resolve() == SOURCE_DIR.resolve():  # the course itself: sources and registry agree
+        errors += registry_problems(sources)
+    for source in sources:
         try:
             for language, text in build_lesson(source, notes, edition).items():
                 built[Path(language) / f"{source.stem}.ipynb"] = text
@@ -444,8 +549,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    # The READMEs' lesson tables belong to the course's own build (not to a folder of test sources).
+    course = (args.source_dir.resolve() == SOURCE_DIR.resolve() and args.edition == "student"
+              and args.out_dir.resolve() == OUT_DIR.resolve())
+    try:
+        readmes = stale_readmes() if course else {}
+    except SourceFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if args.check:
         problems = find_problems(built, args.out_dir)
+        if course:
+            problems += [f"stale lesson table (course_lab/registry.py changed): {path}" for path in readmes]
         for problem in problems:
             print(problem)
         if problems:
@@ -455,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     written = write_all(built, args.out_dir)
     print(f"wrote {written} of {len(built)} notebooks to {args.out_dir}")
+    for path, text in readmes.items():
+        path.write_bytes(text.encode("utf-8"))
+        print(f"wrote the lesson table of {path.name}")
     for problem in find_problems(built, args.out_dir):  # only orphans can remain after writing
         print(f"warning: {problem}: delete it or add its source", file=sys.stderr)
     return 0

@@ -29,7 +29,6 @@ import hashlib
 import html
 import json
 import multiprocessing
-import re
 import shutil
 import subprocess
 import sys
@@ -220,18 +219,10 @@ def bar(lang: str, page: str, lesson: bool) -> str:
 
 
 def course_map(lang: str) -> list[tuple[str, str]]:
-    """(number, one line) per lesson, from lesson 00's course-map table."""
-    import nbformat
+    """(number, one line) per lesson, from the lesson registry (course_lab/registry.py), as lesson 00's map."""
+    import build_notebooks
 
-    nb = nbformat.read(NOTEBOOKS / lang / "00_welcome.ipynb", as_version=4)
-    rows = []
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and re.search(r"^## (The course map|课程地图)", cell.source, re.M):
-            for line in cell.source.splitlines():
-                parts = [p.strip() for p in line.strip().strip("|").split("|")]
-                if len(parts) == 3 and re.fullmatch(r"\d\d", parts[0]):
-                    rows.append((parts[0], parts[2]))
-    return rows
+    return [(f"{lesson.number:02d}", lesson.summary[lang]) for lesson in build_notebooks.load_registry().LESSONS]
 
 
 def prepare_project(lang: str, src: Path, pages: dict[str, tuple[object, str]], out_lang: Path) -> None:

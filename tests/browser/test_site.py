@@ -21,6 +21,8 @@ import nbformat
 import pytest
 from conftest import GLYPHS
 
+from course_lab import registry
+
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "build" / "site"
 SITE_SRC = REPO / "build" / "site-src"  # the notebooks Sphinx read: executed, widgets replaced by their figures
@@ -37,7 +39,8 @@ pytestmark = [
 
 
 def lesson_pages() -> list[tuple[str, str]]:
-    return [(lang, p.stem) for lang in LANGS for p in sorted((REPO / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb"))]
+    """Every lesson of the registry (course_lab/registry.py), in both languages."""
+    return [(lang, lesson.slug) for lang in LANGS for lesson in registry.LESSONS]
 
 
 @pytest.fixture(scope="module")
