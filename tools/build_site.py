@@ -61,8 +61,8 @@ TEXT = {
                                                   "`make slides`",
            "deck_title": "Slide deck (student edition, no speaker notes)", "back": "← Lesson page",
            "repo": "Repository", "colab": "Open in Colab",
-           "run": "Run it: `git clone {url}`, then `make lab` in the folder; or open it in Colab, whose first "
-                  "cell installs the course.",
+           "run": "Run it: `git clone {url}`, then `make lab` in the folder (or `make test` to run every "
+                  "lesson); on a cloud notebook, its first cell says what to install.",
            "run_norepo": "Run it: clone the course's repository, then `make lab` in its folder.",
            "glossary_intro": "The terms of the course, with the words the Chinese edition uses.",
            "search_done": None},
@@ -74,8 +74,8 @@ TEXT = {
            "slides_col": "幻灯片", "deck_note": "学生版：不含讲者备注；讲师请用 `make slides` 生成自己的版本",
            "deck_title": "幻灯片（学生版，不含讲者备注）", "back": "← 返回本课页面",
            "repo": "代码仓库", "colab": "在 Colab 中打开",
-           "run": "亲手运行：`git clone {url}`，然后在该文件夹中运行 `make lab`；或在 Colab 中打开，"
-                  "其第一个单元格会安装课程。",
+           "run": "亲手运行：`git clone {url}`，然后在该文件夹中运行 `make lab`（或用 `make test` 运行全部课程）；"
+                  "在云端 notebook 中运行时，第一个单元格会说明需要安装什么。",
            "run_norepo": "亲手运行：克隆课程仓库，然后在其文件夹中运行 `make lab`。",
            "glossary_intro": "课程中的术语，以及中文版所用的译名。",
            "search_done": "搜索完成，共找到 ${resultCount} 个匹配的页面。"},
