@@ -394,11 +394,13 @@ def glossary_terms() -> list[tuple[str, str]]:
 
 def teaching_lessons(lang: str, pages: dict[str, tuple[object, str]]) -> dict[str, str]:
     """Which lesson teaches each glossary term, in ``lang``: the first lesson whose title holds the term, else the
-    first lesson that writes it in bold (where the course introduces a term). Terms no lesson teaches are left out.
+    first lesson that writes it in bold (where the course introduces a term). Terms no lesson teaches are left out,
+    and so are one-character Chinese terms, which Sphinx's Chinese index never holds.
     The search ranks that lesson first (course_js's Scorer); tests/browser/test_site.py checks every term."""
     taught = {}
     for en, zh in glossary_terms():
-        for term in ([en.lower()] if lang == "en" else [t.strip() for t in zh.split("/") if t.strip()]):
+        # Sphinx's Chinese index leaves out one-character words (键, 值, 层): no search can find them.
+        for term in ([en.lower()] if lang == "en" else [t.strip() for t in zh.split("/") if len(t.strip()) > 1]):
             title_hit = next((stem for stem, (_, title) in pages.items() if term in title.lower()), None)
             bold_hit = next((stem for stem, (nb, _) in pages.items() if any(
                 re.search(r"\*\*[^*\n]*" + re.escape(term) + r"[^*\n]*\*\*", c.source, re.I)

@@ -37,7 +37,10 @@ pytestmark = [
 
 
 def lesson_pages() -> list[tuple[str, str]]:
-    return [(lang, p.stem) for lang in LANGS for p in sorted((REPO / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb"))]
+    """Every lesson in both languages; COURSE_SITE_LESSONS="03 08" checks a site built with --lessons 03 08."""
+    wanted = os.environ.get("COURSE_SITE_LESSONS", "").split()
+    return [(lang, p.stem) for lang in LANGS for p in sorted((REPO / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb"))
+            if not wanted or p.stem[:2] in wanted]
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +257,8 @@ def test_the_glossary_terms_are_taught_somewhere():
         pytest.fail("build/site-src has no taught_terms.json: `make site-test` builds the site first")
     zh, en = taught_terms("zh"), taught_terms("en")
     assert zh.get("交叉熵", "").startswith("08_") and zh.get("层归一化", "").startswith("06_"), zh
-    assert len(zh) >= 60 and len(en) >= 60, (len(zh), len(en))
+    if not os.environ.get("COURSE_SITE_LESSONS"):  # the whole course: most terms have their lesson
+        assert len(zh) >= 60 and len(en) >= 60, (len(zh), len(en))
 
 
 FIRST_QUERY = {"en": "attention", "zh": "注意力"}
