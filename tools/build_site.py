@@ -559,7 +559,7 @@ def write_root(out: Path, langs: list[str]) -> None:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="favicon.svg" type="image/svg+xml">'
         f"<title>{export_slides.COURSE_NAME['en']} · {export_slides.COURSE_NAME['zh']}</title>"
-        f"<style>body{{font-family:{export_slides.SANS};margin:3em auto;max-width:40em;font-size:20px}}</style>"
+        f"<style>body{{font-family:{export_slides.SANS};margin:3em auto;max-width:40em;padding:0 1em;font-size:20px;line-height:1.5}}</style>"
         f"</head>\n<body>\n<h1>{export_slides.COURSE_NAME['en']} · {export_slides.COURSE_NAME['zh']}</h1>\n"
         f"<ul>\n{links}\n</ul>\n</body></html>\n", encoding="utf-8")
     (out / ".nojekyll").write_text("", encoding="utf-8")
