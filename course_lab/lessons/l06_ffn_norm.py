@@ -86,8 +86,9 @@ def build_layernorm_widget(d: int = 512, seed: int = 0) -> LessonWidget:
         ax_y.hist(y.numpy(), bins=40, color="tab:orange", alpha=0.85)
         ax_y.set_xlim(-8, 8)                          # fixed, so that γ and β visibly stretch and move it
         mean_l, std_l = i18n.tr("mean", lang), i18n.tr("std", lang)
-        ax_x.set_title(f"x: {mean_l} = {stats['in_mean']:.3g}, {std_l} = {stats['in_std']:.3g}")
-        ax_y.set_title(f"LayerNorm(x): {mean_l} = {stats['out_mean']:.3g}, {std_l} = {stats['out_std']:.3g}")
+        comma = i18n.pick({"en": ", ", "zh": "，"}, lang)
+        ax_x.set_title(f"x: {mean_l} = {stats['in_mean']:.3g}{comma}{std_l} = {stats['in_std']:.3g}")
+        ax_y.set_title(f"LayerNorm(x): {mean_l} = {stats['out_mean']:.3g}{comma}{std_l} = {stats['out_std']:.3g}")
         m, s = stats["out_mean"], stats["out_std"]
         ax_y.axvline(m, color="black", lw=1)                 # the mean, and a band of ± one std around it
         ax_y.axvspan(m - s, m + s, color="grey", alpha=0.15)
