@@ -150,6 +150,11 @@ def _tensors(args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
     return found
 
 
+def _where_zh(where: str) -> str:
+    """"argument 2" → "第 2 个参数"; a keyword argument keeps its name."""
+    return f"第 {where.split()[1]} 个参数" if where.startswith("argument ") else f"参数 {where}"
+
+
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Bit-for-bit the same values (NaN equals NaN), shape and dtype."""
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -183,7 +188,7 @@ def _call(fn: Callable, args: tuple, kwargs: dict, lang: str | None):
                     t.copy_(old)
         fail(f"Your function changed its input in place ({changed[0]}): work on a copy (x.clone()) or use "
              "out-of-place operations (masked_fill, not masked_fill_).",
-             f"你的函数原地修改了传入的张量（{changed[0]}）：请在副本（x.clone()）上操作，或用不修改原张量的运算"
+             f"你的函数原地修改了传入的张量（{_where_zh(changed[0])}）：请在副本（x.clone()）上操作，或用不修改原张量的运算"
              "（masked_fill，而不是 masked_fill_）。", lang)
         return False, None
     return True, result
