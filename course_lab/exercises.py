@@ -150,6 +150,11 @@ def _tensors(args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
     return found
 
 
+def _where_zh(where: str) -> str:
+    """"argument 2" → "第 2 个参数"; a keyword argument keeps its name."""
+    return f"第 {where.split()[1]} 个参数" if where.startswith("argument ") else f"参数 {where}"
+
+
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Bit-for-bit the same values (NaN equals NaN), shape and dtype."""
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -183,7 +188,7 @@ def _call(fn: Callable, args: tuple, kwargs: dict, lang: str | None):
                     t.copy_(old)
         fail(f"Your function changed its input in place ({changed[0]}): work on a copy (x.clone()) or use "
              "out-of-place operations (masked_fill, not masked_fill_).",
-             f"你的函数原地修改了传入的张量（{changed[0]}）：请在副本（x.clone()）上操作，或用不修改原张量的运算"
+             f"你的函数原地修改了传入的张量（{_where_zh(changed[0])}）：请在副本（x.clone()）上操作，或用不修改原张量的运算"
              "（masked_fill，而不是 masked_fill_）。", lang)
         return False, None
     return True, result
@@ -516,16 +521,19 @@ class Sizes:
 
 @contextlib.contextmanager
 def tracking_sizes():
-    """Within the block, record the size of every tensor any torch operation produces (factories included), by
-    a dispatch mode: a check that asks for O(d) work refuses an answer that builds a d × d matrix, whatever
-    function builds it (``torch.zeros`` and strided assignment, ``block_diag``, ``diag_embed``, ...)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    """Within the block, record the size of every tensor any torch function returns (factories included, on any
+    device, ``meta`` too), by a torch function mode: a check that asks for O(d) work refuses an answer that builds
+    a d × d matrix, whatever function builds it (``torch.zeros`` and strided assignment, ``block_diag``,
+    ``diag_embed``, ...), and a check that asks for a formula refuses an answer that builds the tensor to measure
+    it. (A function mode, not a dispatch mode: the first dispatch mode of a session imports sympy, seconds that
+    would count against the student's time limit.)"""
+    from torch.overrides import TorchFunctionMode
     from torch.utils._pytree import tree_leaves
 
     sizes = Sizes()
 
-    class _Record(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    class _Record(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             for leaf in tree_leaves(out):
                 if isinstance(leaf, torch.Tensor):
@@ -539,7 +547,16 @@ def tracking_sizes():
 # --- "no Python loops": one detector for every check -------------------------------------------------------------
 
 _LOOP_NODES = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_LOOP_CALLS = {"map", "filter", "reduce"}  # a loop by another name: map(row, x), functools.reduce(f, rows)
+# A loop by another name: map(row, x), functools.reduce(f, rows), itertools.starmap(f, pairs), accumulate(rows).
+_LOOP_CALLS = {"map", "filter", "reduce", "starmap", "accumulate"}
+
+
+def _over_constants(node: ast.AST) -> bool:
+    """A ``for`` or comprehension whose every iterable is a literal display (``for m in (tril, eye)``): its length
+    is fixed by the code, not by the data, so it is not a loop over rows or cells."""
+    iters = [node.iter] if isinstance(node, (ast.For, ast.AsyncFor)) else \
+        [gen.iter for gen in getattr(node, "generators", ())]
+    return bool(iters) and all(isinstance(it, (ast.Tuple, ast.List, ast.Set)) for it in iters)
 _BACKWARD_JUMPS = {"FOR_ITER", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 
 
@@ -564,7 +581,7 @@ def _loop_in_source(fn: Callable) -> tuple[bool, set[str]] | None:
     loop = False
     for node in ast.walk(tree):
         if isinstance(node, _LOOP_NODES):
-            loop = True
+            loop = loop or not _over_constants(node)
         elif isinstance(node, ast.Call):
             callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
             loop = loop or callee in _LOOP_CALLS
@@ -586,7 +603,10 @@ def _loop_in_code(fn: Callable) -> tuple[bool, set[str]]:
 
 def has_python_loop(fn: Callable, _seen: set | None = None) -> bool:
     """True if the student's function loops in Python: ``for``, ``while``, a comprehension, ``map``/``filter``/
-    ``reduce``, in its own code or in any function of theirs that it calls (helpers, nested functions).
+    ``reduce``/``starmap``, in its own code or in any function of theirs that it calls (helpers, nested functions).
+    A loop over a literal display of a few objects (``for m in (tril, eye)``) is not one. A loop the source does
+    not show (recursion, a callable object, a function reached through a container) is found by running the
+    answer: :func:`steps_grow`.
 
     The one loop detector of every check that asks for one vectorised computation instead of a loop.
     """
@@ -597,6 +617,108 @@ def has_python_loop(fn: Callable, _seen: set | None = None) -> bool:
     seen.add(id(fn))
     loop, names = _loop_in_source(fn) or _loop_in_code(fn)
     return loop or any(has_python_loop(helper, seen) for helper in _own_functions(fn, names))
+
+
+def _library_file(filename: str) -> bool:
+    """True for code the student did not write: the standard library, installed packages, the course's own."""
+    import sysconfig
+
+    roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    here = os.path.dirname(os.path.abspath(__file__))
+    roots |= {os.path.dirname(os.path.dirname(torch.__file__)), here,                  # torch, course_lab
+              os.path.join(os.path.dirname(here), "course_utils")}
+    return filename.startswith("<frozen") or any(filename.startswith(root + os.sep) for root in roots)
+
+
+def python_steps(fn: Callable, *args) -> int | None:
+    """How many Python lines the student's own code runs in ``fn(*args)`` (library code not counted), or None
+    when the call fails. A vectorised answer runs the same lines whatever the size of its input; a loop, however
+    written (``while``, ``starmap``, recursion, a callable object), runs more lines for a bigger one."""
+    steps, cache = [0], {}
+
+    def own(code) -> bool:
+        if code.co_filename not in cache:
+            cache[code.co_filename] = not _library_file(code.co_filename)
+        return cache[code.co_filename]
+
+    def local(frame, event, arg):
+        if event == "line":
+            steps[0] += 1
+        return local
+
+    def tracer(frame, event, arg):
+        if own(frame.f_code):
+            steps[0] += 1
+            return local
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        with time_limit(TIME_LIMIT_S):
+            fn(*args)
+    except BaseException:                    # noqa: BLE001 - the check's own call reports what went wrong
+        return None
+    finally:
+        sys.settrace(previous)
+    return steps[0]
+
+
+def steps_grow(fn: Callable, small: tuple, large: tuple) -> bool:
+    """True when ``fn`` runs more Python lines of its own on ``large`` than on ``small`` (the same inputs with more
+    rows or cells): it loops over the data in Python, whatever the code looks like."""
+    few, many = python_steps(fn, *small), python_steps(fn, *large)
+    return few is not None and many is not None and many > few + 2
+
+
+# --- autograd by any door ---------------------------------------------------------------------------------------
+
+def autograd_routes() -> list[tuple[object, str]]:
+    """Every way to have PyTorch differentiate for the student, for :func:`watching`: reverse mode (``backward``,
+    ``torch.autograd.grad`` and ``torch.autograd.functional``, all through the engine's one entry point), forward
+    mode (``torch.autograd.forward_ad``'s dual numbers) and every ``torch.func`` transform (``grad``, ``vjp``,
+    ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, with or without ``vmap``: all enter a grad or jvp level)."""
+    import torch.autograd.forward_ad as forward_ad
+    import torch.autograd.functional as functional
+    import torch.autograd.graph as graph
+
+    routes = [(torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"),
+              (forward_ad, "make_dual"), (forward_ad, "enter_dual_level")]
+    routes += [(functional, name) for name in ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")]
+    routes += [(torch.func, name) for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+                                               "linearize") if hasattr(torch.func, name)]
+    if hasattr(graph, "_engine_run_backward"):                       # the engine's entry point (torch >= 2.3)
+        routes.append((graph, "_engine_run_backward"))
+    try:
+        import torch._functorch.eager_transforms as transforms  # where every torch.func transform enters
+        routes += [(transforms, name) for name in ("grad_increment_nesting", "jvp_increment_nesting")
+                   if hasattr(transforms, name)]
+    except ImportError:                                              # another torch layout: the public names stay
+        pass
+    return routes
+
+
+# --- a library function by any name -------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def calling(names: Iterable[str]):
+    """Within the block, record every torch function called whose ``__name__`` is in ``names``, whatever route
+    reached it: ``F.dropout1d``, ``torch._VF.feature_dropout``, ``nn.Dropout``, ``torch.layer_norm``... (a torch
+    function mode sees every call of torch's Python API, public or private). Yields a :class:`Calls` list."""
+    from torch.overrides import TorchFunctionMode
+
+    wanted, seen = set(names), Calls()
+
+    class _Names(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in wanted:
+                seen.append(name)
+                seen.records.append((name, args, kwargs or {}))
+            return func(*args, **(kwargs or {}))
+
+    with _Names():
+        yield seen
 
 
 def grad_problem(got) -> Problem | None:

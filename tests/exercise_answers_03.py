@@ -3,6 +3,7 @@ plausible mistake and the shortcut it forbids (see exercise_answer.py for the ta
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -63,3 +64,20 @@ L03 = [
 ]
 
 ANSWERS = {"l03_attention": L03}
+
+
+# --- right answers in other styles (issue 39 §1): each must pass -----------------------------------------------
+
+def _jacobian_by_einsum(a):
+    eye = torch.eye(a.shape[-1], dtype=a.dtype)
+    return torch.einsum("...i,ij->...ij", a, eye) - torch.einsum("...i,...j->...ij", a, a)
+
+
+def _jacobian_with_constant_masks(a):             # a generator over two constant matrices is not a loop
+    eye, ones = (m.to(a.dtype) for m in (torch.eye(a.shape[-1]), torch.ones(a.shape[-1], a.shape[-1])))
+    return a.unsqueeze(-1) * (eye - ones * a.unsqueeze(-2))
+
+
+_RIGHT = {"check_softmax_jacobian": (_jacobian_by_einsum, _jacobian_with_constant_masks),
+          "check_unit_scale": (lambda d, vq, vk: (d * vq * vk) ** -0.5,)}
+L03[:] = [dataclasses.replace(a, right=_RIGHT.get(a.check, ())) for a in L03]

@@ -329,3 +329,206 @@ REFUSALS = {
         "check_symmetric_loss": (("gradient test skipped without grad", _symmetric_detached, "gradient"),),
     },
 }
+
+
+# --- issue 39 §1, lessons 00-07: one class at a time -----------------------------------------------------------
+
+import itertools  # noqa: E402
+
+from course_lab.lessons import l02_positional as l02  # noqa: E402
+
+BULLETS += ("autograd through another door", "library function under another name", "measuring instead of deriving",
+            "loop the detector missed", "gradients silenced", "misleading verdict")
+
+
+def _embedding_grad_by_jacfwd(ids, grad_out, vocab_size):        # forward mode: the Jacobian of the lookup
+    jac = torch.func.jacfwd(lambda e: e[ids])(torch.zeros(vocab_size, grad_out.shape[-1]))   # (..., C, |V|, C)
+    return torch.einsum("...c,...cvd->vd", grad_out, jac)
+
+
+def _embedding_grad_by_vmapped_jvp(ids, grad_out, vocab_size):   # one jvp per basis direction, under vmap
+    c = grad_out.shape[-1]
+    basis = torch.eye(vocab_size * c).reshape(-1, vocab_size, c)
+
+    def along(direction):
+        return (torch.func.jvp(lambda e: e[ids], (torch.zeros(vocab_size, c),), (direction,))[1] * grad_out).sum()
+    return torch.func.vmap(along)(basis).reshape(vocab_size, c)
+
+
+def _jacobian_by_vmapped_jacfwd(a):
+    rows = a.reshape(-1, a.shape[-1]).log()
+    return torch.func.vmap(torch.func.jacfwd(lambda s: torch.softmax(s, -1)))(rows).reshape(*a.shape, a.shape[-1])
+
+
+def _jacobian_by_vmapped_jvp(a):
+    s, eye = a.log(), torch.eye(a.shape[-1], dtype=a.dtype)
+
+    def column(v):
+        return torch.func.jvp(lambda z: torch.softmax(z, -1), (s,), (v.expand_as(s),))[1]
+    return torch.func.vmap(column, out_dims=-1)(eye)
+
+
+def _jacobian_by_dual_numbers(a):
+    import torch.autograd.forward_ad as fwAD
+    s, eye, columns = a.log(), torch.eye(a.shape[-1], dtype=a.dtype), []
+    with fwAD.dual_level():
+        for j in range(a.shape[-1]):
+            columns.append(fwAD.unpack_dual(torch.softmax(fwAD.make_dual(s, eye[j].expand_as(s)), -1)).tangent)
+    return torch.stack(columns, -1)
+
+
+def _dropout_1d(x, p, training):                 # channel dropout: the library, under another name
+    return F.dropout1d(x, p, training)
+
+
+def _dropout_by_vf(x, p, training):
+    return torch._VF.dropout(x, p, training)
+
+
+def _dropout_by_module(x, p, training):
+    return torch.nn.Dropout(p).train(training)(x)
+
+
+def _bytes_by_meta_tensor(b, h, t):              # measures an empty (B, h, T, T) tensor instead of deriving
+    return torch.empty(b, h, t, t, device="meta").nbytes
+
+
+def _bytes_by_element_size(b, h, t):
+    weights = torch.empty(b, h, t, t, device="meta")
+    return weights.numel() * weights.element_size()
+
+
+def _shift_back_by_own_table(v, k):              # a table typed from the formula, the row found by its direction
+    d = v.shape[-1]
+    pos = torch.arange(512, dtype=torch.float64)[:, None]
+    omega = 1 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    table = torch.stack([torch.sin(pos * omega), torch.cos(pos * omega)], -1).flatten(-2)     # (512, d)
+    scale = v.norm() / table[0].norm()
+    row = int((table @ v).argmax())
+    return scale * table[row - k]
+
+
+def _sliding_by_starmap(t, window):              # a loop by another name, with no comprehension
+    def row(i, size):
+        j = torch.arange(size)
+        return (j <= i) & (j > i - window)
+    return torch.stack(list(itertools.starmap(row, zip(range(t), itertools.repeat(t)))))
+
+
+def _left_padded_by_starmap(ids, pad_id):
+    t = ids.shape[1]
+    causal = torch.tril(torch.ones(t, t, dtype=torch.bool))
+
+    def one(row, _):
+        return ((row != pad_id)[None, :] & causal) | torch.eye(t, dtype=torch.bool)
+    return torch.stack(list(itertools.starmap(one, zip(ids, itertools.repeat(None)))))[:, None]
+
+
+class _ReverseByWhile:                           # a callable object: its while loop is not in a function's code
+    def __call__(self, src, pad_id):
+        out, b = src.clone(), 0
+        while b < src.shape[0]:
+            n = int((src[b] != pad_id).sum())
+            out[b, :n] = src[b, :n].flip(0)
+            b += 1
+        return out
+
+
+def _reverse_by_recursion(src, pad_id):          # a loop over the batch with no loop statement at all
+    if src.shape[0] == 0:
+        return src
+    n = int((src[0] != pad_id).sum())
+    first = torch.cat([src[0, :n].flip(0), src[0, n:]])[None]
+    return torch.cat([first, _reverse_by_recursion(src[1:], pad_id)])
+
+
+def _reverse_by_starmap(src, pad_id):
+    def one(row, n):
+        return torch.cat([row[:n].flip(0), row[n:]])
+    return torch.stack(list(itertools.starmap(one, zip(src, (src != pad_id).sum(-1).tolist()))))
+
+
+def _jacobian_by_recursion(a):
+    rows = a.reshape(-1, a.shape[-1])
+
+    def stack(i):
+        if i == len(rows):
+            return []
+        return [torch.diag(rows[i]) - torch.outer(rows[i], rows[i]), *stack(i + 1)]
+    return torch.stack(stack(0)).reshape(*a.shape, a.shape[-1])
+
+
+def _masked_softmax_no_grad(scores, keep):       # NaN rows repaired afterwards, the gradient switched off
+    with torch.no_grad():
+        return torch.softmax(scores.masked_fill(~keep, float("-inf")), -1).nan_to_num(0.0)
+
+
+def _masked_softmax_tiny_eps(scores, keep):      # no fill at all; 1e-30 is 0 in float16, so 0/0 on empty rows
+    e = torch.exp(scores - scores.detach().amax(-1, keepdim=True)) * keep
+    return e / e.sum(-1, keepdim=True).clamp_min(1e-30)
+
+
+def _cross_mask_one_axis_short(x, memory, keep, mha):   # keep[:, None, :]: (B, 1, T_k) against (B, h, T_q, T_k)
+    b_q, b_k, b_v = mha.qkv_proj.bias.split(mha.d_model)
+    q, k, v = (a04._split(F.linear(z, w, bias), mha.n_heads)
+               for z, w, bias in ((x, mha.w_q, b_q), (memory, mha.w_k, b_k), (memory, mha.w_v, b_v)))
+    scores = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).masked_fill(~keep[:, None, :], float("-inf"))
+    return mha.out_proj(a04._merge(torch.softmax(scores, -1) @ v))
+
+
+def _rotate_concatenated(x, k):                  # right pairs and angles, then laid out [new evens, new odds]
+    omega = 1 / 10000 ** (torch.arange(0, x.shape[-1], 2, dtype=x.dtype) / x.shape[-1])
+    c, s = torch.cos(k * omega), torch.sin(k * omega)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.cat([c * even + s * odd, -s * even + c * odd], dim=-1)
+
+
+ISSUE_39 = {
+    "l00_welcome": {
+        "check_mha_parameter_count": (("misleading verdict", lambda d, h: h * (4 * d * d + 4 * d), "share"),
+                                      ("misleading verdict", lambda d, h: 4 * d * d, "four biases")),
+        "check_attention_memory": (("measuring instead of deriving", _bytes_by_meta_tensor, "meta device"),
+                                   ("measuring instead of deriving", _bytes_by_element_size, "meta device")),
+    },
+    "l01_tokens": {
+        "check_embedding_grad": (("autograd through another door", _embedding_grad_by_jacfwd, "autograd"),
+                                 ("autograd through another door", _embedding_grad_by_vmapped_jvp, "autograd")),
+    },
+    "l02_positional": {
+        "check_wavelengths": (("misleading verdict", lambda d: 1 / 10000 ** (torch.arange(0, d, 2) / d),
+                               "angular frequencies"),),
+        "check_shift_back": (("measuring instead of deriving", _shift_back_by_own_table, "Not yet"),
+                             ("misleading verdict", lambda v, k: l02.shift_matrix(k, v.shape[-1]) @ v,
+                              "shift forward")),
+        "check_rotate": (("misleading verdict", _rotate_concatenated, "Interleave"),),
+    },
+    "l03_attention": {
+        "check_softmax_jacobian": (("autograd through another door", _jacobian_by_vmapped_jacfwd, "autograd"),
+                                   ("autograd through another door", _jacobian_by_vmapped_jvp, "autograd"),
+                                   ("autograd through another door", _jacobian_by_dual_numbers, "autograd"),
+                                   ("loop the detector missed", _jacobian_by_recursion, "loops")),
+    },
+    "l04_multihead": {
+        "check_cross_attention": (("misleading verdict", _cross_mask_one_axis_short, "one axis short"),),
+    },
+    "l05_masking": {
+        "check_left_padded_mask": (("loop the detector missed", _left_padded_by_starmap, "Python loops"),),
+        "check_masked_softmax": (("gradients silenced", _masked_softmax_no_grad, "requires_grad is False"),
+                                 ("misleading verdict", _masked_softmax_tiny_eps, "rows are not finite")),
+        "check_sliding_window_mask": (("loop the detector missed", _sliding_by_starmap, "Python loops"),),
+    },
+    "l06_ffn_norm": {
+        "check_dropout": (("library function under another name", _dropout_1d, "dropout1d"),
+                          ("library function under another name", _dropout_by_vf, "library"),
+                          ("library function under another name", _dropout_by_module, "library")),
+    },
+    "l07_encoder_decoder": {
+        "check_reverse_tokens": (("loop the detector missed", _ReverseByWhile(), "loops over the batch"),
+                                 ("loop the detector missed", _reverse_by_recursion, "loops over the batch"),
+                                 ("loop the detector missed", _reverse_by_starmap, "loops over the batch")),
+    },
+}
+
+for _lesson, _table in ISSUE_39.items():
+    for _check, _entries in _table.items():
+        REFUSALS.setdefault(_lesson, {})[_check] = REFUSALS.get(_lesson, {}).get(_check, ()) + _entries

@@ -314,6 +314,23 @@ def test_every_check_accepts_the_answer_and_rejects_mistake_and_shortcut(lesson,
     assert "✗" in out and answer.says in out, out
 
 
+RIGHT = [pytest.param(lesson, a.check, a.args, right, id=f"{lesson}.{a.check}.{i}")
+         for lesson, answers in ALL_ANSWERS.items() for a in answers for i, right in enumerate(a.right)]
+
+
+def test_right_answers_in_other_styles_are_listed():
+    lessons = {f"l0{n}" for n in range(8)}
+    covered = {lesson[:3] for lesson, answers in ALL_ANSWERS.items() for a in answers if a.right}
+    assert lessons <= covered, sorted(lessons - covered)
+
+
+@pytest.mark.parametrize("lesson, check_name, args, right", RIGHT)
+def test_every_check_accepts_right_answers_in_other_styles(lesson, check_name, args, right, capsys):
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), check_name)
+    assert check(right, *args) is True, capsys.readouterr().out
+    assert "✓" in capsys.readouterr().out
+
+
 ALSO = [pytest.param(lesson, a.check, a.args, wrong, says, id=f"{lesson}.{a.check}.{i}")
         for lesson, answers in ALL_ANSWERS.items() for a in answers for i, (wrong, says) in enumerate(a.also)]
 
@@ -420,6 +437,75 @@ def _vectorised(x):
 ])
 def test_one_loop_detector(fn, loops):
     assert ex.has_python_loop(fn) is loops
+
+
+def _two_constant_masks(x):                    # a generator over a literal pair: fixed by the code, not the data
+    a, b = (m.bool() for m in (x > 0, x < 3))
+    return a & b
+
+
+def _starmap_rows(x):
+    import itertools
+    return torch.stack(list(itertools.starmap(torch.mul, zip(x, x))))
+
+
+class _CallableWithWhile:                      # the loop is in __call__: no __code__ to read on the object itself
+    def __call__(self, x):
+        rows, i = [], 0
+        while i < len(x):
+            rows.append(x[i] * 2)
+            i += 1
+        return torch.stack(rows)
+
+
+def _recursive_rows(x):
+    return x[:0] if len(x) == 0 else torch.cat([x[:1] * 2, _recursive_rows(x[1:])])
+
+
+def test_the_loop_detector_reads_constants_and_runs_what_it_cannot_read():
+    x, big = torch.arange(6.0).reshape(2, 3), torch.arange(48.0).reshape(16, 3)
+    assert not ex.has_python_loop(_two_constant_masks)
+    assert not ex.steps_grow(_two_constant_masks, (x,), (big,))
+    assert ex.has_python_loop(_starmap_rows)       # (torch.mul per row runs no Python line: only the source shows it)
+    assert not ex.has_python_loop(_CallableWithWhile()) and ex.steps_grow(_CallableWithWhile(), (x,), (big,))
+    assert not ex.has_python_loop(_recursive_rows) and ex.steps_grow(_recursive_rows, (x,), (big,))
+    assert not ex.steps_grow(_vectorised, (x,), (big,)) and ex.python_steps(crashes, x) is None
+
+
+def test_autograd_by_any_door_is_watched():
+    def forward_mode(a):
+        return torch.func.vmap(torch.func.jacfwd(torch.sin))(a)
+
+    def jvp(a):
+        return torch.func.jvp(torch.sin, (a,), (torch.ones_like(a),))[1]
+
+    def dual(a):
+        import torch.autograd.forward_ad as fwAD
+        with fwAD.dual_level():
+            return fwAD.unpack_dual(torch.sin(fwAD.make_dual(a, torch.ones_like(a)))).tangent
+
+    def backward(a):
+        a = a.clone().requires_grad_(True)
+        torch.sin(a).sum().backward()
+        return a.grad
+
+    for fn in (forward_mode, jvp, dual, backward):
+        with ex.watching(fn, ex.autograd_routes()) as calls:
+            fn(torch.ones(3))
+        assert calls, fn.__name__
+    with ex.watching(_vectorised, ex.autograd_routes()) as calls:
+        _vectorised(torch.ones(3))
+    assert not calls
+
+
+def test_calling_sees_a_library_function_by_any_name():
+    import torch.nn.functional as F
+    with ex.calling({"dropout", "dropout1d", "feature_dropout"}) as calls:
+        F.dropout1d(torch.ones(3, 4), 0.5)
+        torch._VF.dropout(torch.ones(3), 0.5, True)
+        torch.nn.Dropout(0.2)(torch.ones(2))
+        _ = torch.rand(3) < 0.5                             # not a dropout
+    assert calls == ["dropout1d", "dropout", "dropout"]
 
 
 def test_watching_sees_every_alias_and_every_route_to_a_class():

@@ -22,9 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "docs" / "glossary.md"
 REJECTED = i18n.parse_rejected(GLOSSARY.read_text(encoding="utf-8"))
 
+# The speaker notes are in the instructor edition only (build/instructor/zh, not committed): their Chinese is read
+# from the sources' ``%% markdown notes`` cells, as the file ``notes:NN_name`` (see _lines).
+NOTES = [ROOT / "notebooks" / "source" / f"notes:{path.stem}"
+         for path in sorted((ROOT / "notebooks" / "source").glob("[0-9][0-9]_*.md"))]
 ZH_FILES = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")) + sorted(
     [ROOT / "README_zh.md", *(ROOT / "docs").glob("*_zh.md")]
-)
+) + NOTES
 STUDENT_FILES = (
     sorted((ROOT / "notebooks" / "en").glob("*.ipynb"))
     + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
@@ -46,8 +50,20 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
 
 
+def notes_lines(source: Path) -> list[tuple[str, str]]:
+    """(where, line) for the Chinese of a lesson source's speaker notes, named by source line."""
+    import build_notebooks as bn
+
+    cells = bn.parse_source(source.read_text(encoding="utf-8"), source.stem)
+    return [(f"notes at line {cell.line}, +{n}", line) for cell in cells
+            if cell.kind == "markdown" and cell.slide_type == "notes"
+            for n, line in enumerate(cell.text["zh"].splitlines(), 1)]
+
+
 def _lines(path: Path) -> list[tuple[str, str]]:
     """(where, line) for every line of a file; a notebook's lines are named by cell (from 0) and line (from 1)."""
+    if path.name.startswith("notes:"):
+        return notes_lines(path.with_name(path.name.removeprefix("notes:") + ".md"))
     if path.suffix != ".ipynb":
         return [(f"line {n}", line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]

@@ -26,6 +26,9 @@ from course_lab import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+# The speaker notes (instructor edition only): their Chinese, read from the sources (tests/test_glossary.py).
+NOTES = [ROOT / "notebooks" / "source" / f"notes:{path.stem}"
+         for path in sorted((ROOT / "notebooks" / "source").glob("[0-9][0-9]_*.md"))]
 ZH_DOCS = [ROOT / "README_zh.md", *sorted((ROOT / "docs").glob("*_zh.md"))]
 LAB_FILES = sorted((ROOT / "course_lab").rglob("*.py"))
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -33,7 +36,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 _AMOUNT = r"(?:\$[^$]*\$|\{[^{}]*\}|[\d.,–+\-e]+|几|好几|[一二两三四五六七八九十百千万]+)"
 # 快了 2 倍, 慢 1.2 倍, 小了 {r:.1e} 倍, 少了 64 倍, 相差 2 倍, 快 3–4 倍, 小了大约 $10^4$ 倍, 多容纳 8 倍
 AMBIGUOUS_TIMES = re.compile(
-    r"(?:快|慢|少|小|低|短|减少|降低|缩小|提高|增加|相差|多容纳|多)了?\s*(?:大约|约|近|将近)?\s*" + _AMOUNT + r"\s*倍")
+    r"(?:快|慢|少|小|大(?!约)|高|低|短|减少|降低|缩小|提高|增加|相差|多容纳|多)了?\s*(?:大约|约|近|将近)?\s*" + _AMOUNT
+    + r"\s*倍")
 SPACED_PERCENT = re.compile(r"[\d}] %(?![=(])")
 
 
@@ -44,6 +48,10 @@ def _rel(path: Path) -> str:
 def _chinese_lines(path: Path) -> list[tuple[str, str]]:
     """(where, line) for the lines a Chinese reader sees: every line of a Chinese document or notebook (code cells:
     the lines with a Chinese character, that is comments and strings), the Chinese lines of course_lab."""
+    if path.name.startswith("notes:"):
+        from test_glossary import notes_lines
+
+        return notes_lines(path.with_name(path.name.removeprefix("notes:") + ".md"))
     if path.suffix == ".ipynb":
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         return [(f"cell {i}, line {n}", line) for i, cell in enumerate(cells)
@@ -58,14 +66,14 @@ def _find(pattern: re.Pattern, path: Path) -> list[str]:
             for where, line in _chinese_lines(path) for m in pattern.finditer(line) if CJK.search(line)]
 
 
-@pytest.mark.parametrize("path", ZH_NOTEBOOKS + ZH_DOCS + LAB_FILES, ids=_rel)
+@pytest.mark.parametrize("path", ZH_NOTEBOOKS + ZH_DOCS + LAB_FILES + NOTES, ids=_rel)
 def test_no_ratio_a_chinese_reader_reads_as_another(path):
     problems = _find(AMBIGUOUS_TIMES, path)
     assert not problems, ("write 是…的 N 倍 / 只有…的 1/N / 用时只有一半 (printed: course_lab.i18n.ratio):\n"
                           + "\n".join(problems))
 
 
-@pytest.mark.parametrize("path", ZH_NOTEBOOKS + ZH_DOCS + LAB_FILES, ids=_rel)
+@pytest.mark.parametrize("path", ZH_NOTEBOOKS + ZH_DOCS + LAB_FILES + NOTES, ids=_rel)
 def test_no_space_before_percent_in_chinese(path):
     problems = _find(SPACED_PERCENT, path)
     assert not problems, "Chinese writes 15%, not 15 %:\n" + "\n".join(problems)
@@ -73,10 +81,12 @@ def test_no_space_before_percent_in_chinese(path):
 
 def test_the_patterns_catch_what_they_are_for():
     for bad in ("快了 2.0 倍", "慢 1.2 倍", "小了 {r:.1e} 倍", "少了 64 倍", "相差 2 倍", "快 3–4 倍",
-                "梯度小了大约 $10^4$ 倍", "平均梯度小了好几倍", "能多容纳 8 倍的序列"):
+                "梯度小了大约 $10^4$ 倍", "平均梯度小了好几倍", "能多容纳 8 倍的序列",
+                "学出一个大 $\\sqrt{h}$ 倍的 $W^Q$", "分数高 3 倍"):
         assert AMBIGUOUS_TIMES.search(bad), bad
     for good in ("耗时是融合路径的 1.2 倍", "只有缩放时的 1/1.0e+04", "用时只有一半", "$T$ 每翻一倍",
-                 "内存变成四倍", "是阈值的三十多倍", "速度提高到原来的 2.0 倍左右"):
+                 "内存变成四倍", "是阈值的三十多倍", "速度提高到原来的 2.0 倍左右",
+                 "大约 2 倍", "把 $W^Q$ 学成原来的 $\\sqrt{h}$ 倍"):
         assert not AMBIGUOUS_TIMES.search(good), good
     assert SPACED_PERCENT.search("准确率 80.7 %") and SPACED_PERCENT.search("{acc:.1f} %")
     assert not SPACED_PERCENT.search("准确率 80.7%") and not SPACED_PERCENT.search("i % 2 == 0")

@@ -20,6 +20,7 @@ from course_utils.positional import sinusoidal_encoding
 from .. import i18n, viz
 from ..exercises import (
     attempt,
+    autograd_routes,
     fail,
     fresh_generator,
     fresh_int,
@@ -207,7 +208,6 @@ def check_one_hot_costs(fn: Callable, lang: str | None = None) -> bool:
                   f"（{4 * V * d / 1e6:.0f} MB）的 {n / d:.1f} 倍，因为这一批的词元数比 E 的列数还多。", lang)
 
 
-_AUTOGRAD = [(torch.autograd, "backward"), (torch.autograd, "grad"), (torch.func, "grad"), (torch.func, "vjp")]
 
 
 def _gradient_cases():
@@ -226,15 +226,17 @@ def check_embedding_grad(fn: Callable, lang: str | None = None) -> bool:
     the forbidden shortcut.
     """
     for ids, grad_out, vocab_size in _gradient_cases():
-        with watching(fn, _AUTOGRAD) as calls:
+        with watching(fn, autograd_routes()) as calls:
             ok, got = attempt(fn, ids.clone(), grad_out.clone(), vocab_size)
+        if calls:
+            return fail("Your function asked autograd for the gradient (.backward(), torch.autograd or "
+                        "torch.func): the exercise is to derive it. X = one_hot(ids) @ E, so "
+                        "dL/dE = one_hot(ids)ᵀ @ dL/dX.",
+                        "你的函数让 autograd 替你求了梯度（.backward()、torch.autograd 或 torch.func）："
+                        "本题要你自己推导。"
+                        "X = one_hot(ids) @ E，所以 dL/dE = one_hot(ids)ᵀ @ dL/dX。", lang)
         if not ok:
             return False
-        if calls:
-            return fail("Your function asked autograd for the gradient (.backward() or torch.autograd.grad): the "
-                        "exercise is to derive it. X = one_hot(ids) @ E, so dL/dE = one_hot(ids)ᵀ @ dL/dX.",
-                        "你的函数让 autograd 替你求了梯度（.backward() 或 torch.autograd.grad）：本题要你自己推导。"
-                        "X = one_hot(ids) @ E，所以 dL/dE = one_hot(ids)ᵀ @ dL/dX。", lang)
         C = grad_out.shape[-1]
         want = torch.zeros(vocab_size, C).index_add_(0, ids.flatten(), grad_out.reshape(-1, C))   # (|V|, C)
         problem = tensor_problem(got, want, atol=1e-5, rtol=1e-5)

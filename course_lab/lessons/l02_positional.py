@@ -157,6 +157,13 @@ def check_wavelengths(fn: Callable, lang: str | None = None) -> bool:
         ok, _ = attempt(fn, 16)
     if not ok:
         return False
+    if not calls:
+        ok, got = attempt(fn, 16)
+        if ok and isinstance(got, torch.Tensor) and got.shape == (8,) and torch.allclose(
+                got.detach().double(), inv_freq_exp(16, torch.float64), rtol=1e-4):
+            return fail("Those are the angular frequencies ω_i (radians per position). A wavelength is the number of "
+                        "positions one full turn takes: λ_i = 2π / ω_i.",
+                        "这是角频率 ω_i（每个位置转过的弧度）。波长是转满一圈所需的位置数：λ_i = 2π / ω_i。", lang)
     if calls:
         return fail(f"Your function calls l02.{calls[0]}, the lesson's own frequencies: write ω_i from the formula "
                     "(ω_i = 1 / 10000^(2i/d_model), 2i = 0, 2, 4, ...) and turn it into a wavelength.",
@@ -184,6 +191,8 @@ def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
     pos = fresh_int(0, 64, g)
     k, scale = fresh_int(0, pos + 1, g), 0.5 + 3 * float(torch.rand((), generator=g, dtype=torch.float64))
     cases.append(((scale * pe[pos], k), scale * pe[pos - k]))
+    v = torch.randn(16, generator=g, dtype=torch.float64)        # no row of any table: only a rotation reaches it
+    cases.append(((v, 5), shift_matrix(5, 16).T @ v))
     with watching(fn, _table_lookups()) as calls:
         ok, got = attempt(fn, 2.5 * pe[30], 12)
     if not ok:
@@ -200,6 +209,12 @@ def check_shift_back(fn: Callable, lang: str | None = None) -> bool:
                     "a linear map, so it must return 2.5·PE(18). Rotate the vector you are given.",
                     "输入 2.5·PE(30) 和 k = 12 时，你返回的是表里的一行 PE(18)：平移是旋转，是线性变换，应该返回 "
                     "2.5·PE(18)。请对给你的向量做旋转。", lang)
+    if isinstance(got, torch.Tensor) and got.shape == pe[18].shape and torch.allclose(
+            got.detach().double(), 2.5 * pe[42], atol=1e-4):
+        return fail("Given 2.5·PE(30) and k = 12 you returned 2.5·PE(42): that is M_k v, a shift forward. Going back "
+                    "undoes the rotation, and the inverse of a rotation is its transpose.",
+                    "输入 2.5·PE(30) 和 k = 12 时你返回的是 2.5·PE(42)：那是 M_k v，向前平移。往回平移要撤销这次"
+                    "旋转，而旋转的逆就是它的转置。", lang)
     return run_check(fn, cases, _compare, lang)
 
 
@@ -256,6 +271,14 @@ def check_rotate(fn: Callable, lang: str | None = None) -> bool:
                             "Check the signs: the new sine is s·cos(kω) + c·sin(kω).",
                             "你转反了方向：你的结果是 M_{-k} x，对 x = PE(pos) 来说得到的是 PE(pos − k)。检查一下"
                             "符号：新的正弦分量是 s·cos(kω) + c·sin(kω)。", lang)
+            rotated = torch.einsum("ij,...j->...i", shift_matrix(k, x.shape[-1]), x)
+            if torch.allclose(got, torch.cat([rotated[..., 0::2], rotated[..., 1::2]], -1), atol=1e-6):
+                return fail("The numbers are right but in the wrong places: your result holds every new even "
+                            "dimension first, then every odd one (torch.cat). Interleave them back: "
+                            "torch.stack((new_even, new_odd), dim=-1).flatten(-2) puts pair i at 2i and 2i + 1.",
+                            "数值是对的，但位置不对：你的结果先放了所有新的偶数维，再放所有奇数维（torch.cat）。"
+                            "请把它们重新交错排列：torch.stack((new_even, new_odd), dim=-1).flatten(-2) 会把第 i "
+                            "对放回第 2i 和 2i + 1 维。", lang)
             if torch.allclose(got, _rotate_half(x, k), atol=1e-6):
                 return fail("You paired dimension i with i + d/2 (the concatenated layout some RoPE code uses). The "
                             "table of this course interleaves: the pairs are (0, 1), (2, 3), ...",

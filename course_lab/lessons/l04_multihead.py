@@ -154,6 +154,16 @@ def _reference_forward(x, mha, scale=None):
     return mha.out_proj(_reference_merge(out))
 
 
+def _reference_cross(x, memory, mask, mha):
+    """Cross-attention with the given keep-mask as it is, broadcast against the scores (B, h, T_q, T_k)."""
+    w, bias, d = mha.qkv_proj.weight, mha.qkv_proj.bias, mha.d_model
+    q = F.linear(x, w[:d], bias[:d])
+    k, v = F.linear(memory, w[d:2 * d], bias[d:2 * d]), F.linear(memory, w[2 * d:], bias[2 * d:])
+    q, k, v = (_reference_split(t, mha.n_heads) for t in (q, k, v))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d // mha.n_heads)).masked_fill(~mask, float("-inf"))
+    return mha.out_proj(_reference_merge(torch.softmax(scores, -1) @ v))
+
+
 def _module_calls():
     """What the exercises forbid: letting a multi-head attention module do the work."""
     return [(MultiHeadAttention, "forward"), (MultiHeadAttention, "split_heads"), (MultiHeadAttention, "merge_heads"),
@@ -164,7 +174,7 @@ def _called_the_module(calls) -> bool:
     return fail(f"You called the library ({calls[0]}): the exercise asks you to write these steps yourself from "
                 "the weights, so that you see every reshape; the library is what the check compares with.",
                 f"你调用了库里的实现（{calls[0]}）：本题要求你从权重出发亲手写出这些步骤，看清每一次变形；"
-                "库里的实现是检查程序用来核对的。")
+                "库里的实现是检查函数用来核对的。")
 
 
 def _small_mha(seed: int, d_model: int = 8, n_heads: int = 2) -> MultiHeadAttention:
@@ -252,8 +262,9 @@ def check_cross_attention(fn) -> bool:
     several drawn layers, lengths and paddings.
     """
     g = fresh_generator()
-    for mha in [_small_mha(2)] + _drawn_layers(g):
+    for n, mha in enumerate([_small_mha(2)] + _drawn_layers(g)):
         b, t_q, t_k = fresh_int(2, 4, g), fresh_int(1, 6, g), fresh_int(3, 8, g)
+        b = mha.n_heads if n == 0 else b          # B = h: a (B, 1, T_k) mask broadcasts without an error
         x, memory = torch.randn(b, t_q, mha.d_model, generator=g), torch.randn(b, t_k, mha.d_model, generator=g)
         lengths = torch.randint(1, t_k + 1, (b,), generator=g)
         lengths[0], lengths[1] = t_k, max(1, t_k - 2)                      # one full source, one with padding
@@ -261,6 +272,8 @@ def check_cross_attention(fn) -> bool:
         with torch.no_grad():
             want = mha(x, memory, memory, key_keep_mask=keep)
             unmasked = mha(x, memory, memory)
+            one_axis_short = (_reference_cross(x, memory, keep[:, None, :], mha)    # (B, 1, T_k) → (1, B, 1, T_k)
+                              if b == mha.n_heads else None)
         with watching(fn, _module_calls()) as calls:
             ok, got = attempt(fn, x.clone(), memory.clone(), keep.clone(), mha)
         if not ok:
@@ -275,6 +288,14 @@ def check_cross_attention(fn) -> bool:
                     "keep[:, None, None, :] broadcasts over the heads and the queries.",
                     "提示：填充的键也被关注了。keep 的形状是 (B, T_k)，分数是 (B, h, T_q, T_k)："
                     "keep[:, None, None, :] 可以广播到所有头和所有查询。")
+            elif isinstance(got, torch.Tensor) and got.shape == want.shape and one_axis_short is not None and \
+                    torch.allclose(got.detach(), one_axis_short, atol=1e-5):
+                say("Hint: your mask is (B, 1, T_k), one axis short. Broadcasting aligns shapes from the right, so "
+                    "against the scores (B, h, T_q, T_k) it becomes (1, B, 1, T_k): head i reads the padding of "
+                    "sequence i (here B = h, so no error is raised). Use keep[:, None, None, :].",
+                    "提示：你的掩码是 (B, 1, T_k)，少了一个维度。广播从右往左对齐形状，所以它对上分数 "
+                    "(B, h, T_q, T_k) 时变成了 (1, B, 1, T_k)：第 i 个头读的是第 i 个序列的填充（这里 B = h，"
+                    "所以不会报错）。请用 keep[:, None, None, :]。")
             return False
     return passed("Correct: queries from x, keys and values from memory, padding never attended.",
                   "正确：查询来自 x，键和值来自 memory，填充位置从未被关注。")

@@ -95,6 +95,25 @@ def environment_report() -> dict:
     }
 
 
+_REPORT_LABELS = {"device": {"en": "device", "zh": "计算设备"}, "device_name": {"en": "device name", "zh": "设备名称"},
+                  "language": {"en": "language", "zh": "语言"}, "cjk_font": {"en": "CJK font", "zh": "中文字体"},
+                  "cjk_font_ok": {"en": "draws Chinese", "zh": "能显示中文"}}
+
+
+def print_environment_report(report: dict, lang: str | None = None) -> None:
+    """One line per entry of :func:`environment_report`, its label in the notebook's language (package names
+    stay as they are), aligned by display width (a Chinese character takes two columns)."""
+    rows = []
+    for key, value in report.items():
+        label = i18n.pick(_REPORT_LABELS[key], lang) if key in _REPORT_LABELS else key
+        if isinstance(value, bool):
+            value = i18n.pick({"en": "yes" if value else "no", "zh": "是" if value else "否"}, lang)
+        rows.append((label, value))
+    width = max(i18n.width(label) for label, _ in rows) + 2
+    for label, value in rows:
+        print(f"{i18n.ljust(label, width)}{value}")
+
+
 # --- the widget: pick a lesson, read its summary and formula ------------------------------------------------
 
 def part_of(number: int, lang: str | None = None) -> str:

@@ -14,6 +14,7 @@ from ...exercises import (
     fresh_int,
     never_raises,
     run_check,
+    tracking_sizes,
 )
 
 _AVAILABLE = ((True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu"))
@@ -42,6 +43,8 @@ def check_device_choice(my_device: Callable[[], str], lang: str | None = None) -
                 torch.cuda.is_available, torch.backends.mps.is_available = saved
             if not ok:
                 return False
+            if isinstance(got, torch.device) and got.index is None:     # torch.device("cuda") names it too
+                got = got.type
             answers.append(got)
     if calls:
         return fail("You called pick_device(): that is the course's answer. Ask PyTorch yourself with "
@@ -85,7 +88,7 @@ def check_mha_parameter_count(count: Callable[[int, int], int], lang: str | None
             real = sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
         cases.append(((d_model, n_heads), real))
     with watching(count, _mha_classes()) as calls:
-        ok, _ = attempt(count, 16, 4)
+        ok, got = attempt(count, 64, 8)
     if not ok:
         return False
     if calls:
@@ -93,6 +96,19 @@ def check_mha_parameter_count(count: Callable[[int, int], int], lang: str | None
                     "from the shapes of W^Q, W^K, W^V, W^O and their biases.",
                     "你构建了这一层再去数它的参数：本题要求用公式，从 W^Q、W^K、W^V、W^O 及其偏置的形状推出来。",
                     lang)
+    d, h = 64, 8
+    hints = {4 * d * d: ("the four weight matrices are right; add the four biases, one number per output: 4·d_model.",
+                         "四个权重矩阵算对了；还要加上四个偏置，每个输出一个数：4·d_model。"),
+             h * (4 * d * d + 4 * d): ("that counts a full set of weights per head. The heads share W^Q, W^K, W^V, "
+                                       "W^O: each is d_model × d_model, and head i uses its slice of d_k columns.",
+                                       "这相当于每个头都有一整套权重。其实所有头共用 W^Q、W^K、W^V、W^O："
+                                       "每个都是 d_model × d_model，第 i 个头只用其中 d_k 列。"),
+             3 * d * d + 3 * d: ("W^Q, W^K and W^V are there; the output projection W^O (d_model × d_model, with its "
+                                 "bias) is a parameter too.",
+                                 "W^Q、W^K、W^V 都算了；输出投影 W^O（d_model × d_model，带偏置）也是参数。")}
+    if isinstance(got, (int, float)) and got in hints:
+        en, zh = hints[got]
+        return fail(f"For d_model = 64, 8 heads you get {got}: {en}", f"d_model = 64、8 个头时你得到 {got}：{zh}", lang)
     return run_check(count, cases, lang=lang)
 
 
@@ -107,10 +123,16 @@ def check_attention_memory(fn: Callable[[int, int, int], int], lang: str | None 
     drawn = [(fresh_int(1, 65, g), fresh_int(1, 33, g), fresh_int(1, 4097, g)) for _ in range(3)]  # fresh each run
     cases = [((b, h, t), speed.attention_weights_bytes(b, h, t))
              for b, h, t in ((1, 1, 3), (2, 4, 16), (1, 8, 8192), (32, 16, 512), *drawn)]
-    with watching(fn, [*_mha_classes(), (speed, "attention_weights_bytes")]) as calls:
+    with watching(fn, [*_mha_classes(), (speed, "attention_weights_bytes")]) as calls, tracking_sizes() as sizes:
         ok, got = attempt(fn, 2, 4, 16)
     if not ok:
         return False
+    if sizes.largest >= 2 * 4 * 16 * 16:                   # a (B, h, T, T) tensor, on the meta device or not
+        return fail("You built a (B, h, T, T) tensor and measured it (on the meta device it even costs no memory): "
+                    "the exercise asks for the formula, B·h·T·T numbers times 4 bytes, which also answers before "
+                    "anything is built.",
+                    "你构造了一个 (B, h, T, T) 张量再去测量它（放在 meta 设备上甚至不占内存）：本题要的是公式，"
+                    "B·h·T·T 个数乘以 4 字节，在构造任何东西之前就能给出答案。", lang)
     if any("attention_weights_bytes" in str(call) for call in calls):
         return fail("You called course_utils.speed.attention_weights_bytes: that is the course's answer. Compute "
                     "it yourself from the shape (B, h, T, T) and 4 bytes per float32 number.",

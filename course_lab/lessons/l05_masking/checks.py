@@ -4,6 +4,8 @@ The lesson module re-exports them; this module never imports the lesson's ``__in
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from course_utils import masks
@@ -13,12 +15,15 @@ from ...exercises import (
     fail,
     fresh_generator,
     fresh_int,
+    grad_problem,
     has_python_loop,
     is_mask,
     is_tensor,
     never_raises,
     passed,
+    report,
     right_after_renumbering,
+    steps_grow,
     watching,
 )
 
@@ -27,17 +32,19 @@ _PYTHON_LEVEL = [(torch.Tensor, "__getitem__"), (torch.Tensor, "__setitem__"), (
                  (torch.Tensor, "tolist"), (torch.Tensor, "item"), (torch, "tensor")]
 
 
-def _python_loops(fn, *args, budget: int):
+def _python_loops(fn, *args, budget: int, small: tuple, large: tuple):
     """Call ``fn(*args)`` and count its Python-level tensor accesses: ``(ok, result, loops)``.
 
-    A loop in the code (:func:`has_python_loop`: ``for``, ``while``, comprehensions, ``map``, helpers) is one;
-    a broadcast solution indexes a handful of times (``ids[:, None, None, :]``), cell-by-cell code at least once
-    per row or cell, so more than ``budget`` accesses is one too.
+    A loop in the code (:func:`has_python_loop`: ``for``, ``while``, comprehensions, ``map``, ``starmap``,
+    helpers) is one; so is code that runs more Python lines on the ``large`` inputs than on the ``small`` ones
+    (:func:`steps_grow`: recursion, a callable object); a broadcast solution indexes a handful of times
+    (``ids[:, None, None, :]``), cell-by-cell code at least once per row or cell, so more than ``budget``
+    accesses is one too.
     """
     with watching(fn, _PYTHON_LEVEL) as calls:
         ok, got = attempt(fn, *args)
-    loops = (has_python_loop(fn) or len(calls) > budget
-             or bool({"__iter__", "tolist", "tensor"} & set(calls)))
+    loops = ok and (has_python_loop(fn) or len(calls) > budget
+                    or bool({"__iter__", "tolist", "tensor"} & set(calls)) or steps_grow(fn, small, large))
     return ok, got, loops
 
 
@@ -73,7 +80,7 @@ def check_left_padded_mask(fn) -> bool:
     ids = _left_padded_ids()
     b, t = ids.shape
     want = _reference_left_padded_mask(ids, 0)     # first: the student's call may not change what it is made of
-    ok, got, loops = _python_loops(fn, ids, 0, budget=b)
+    ok, got, loops = _python_loops(fn, ids, 0, budget=b, small=(ids[:2].clone(), 0), large=(ids.repeat(3, 1), 0))
     if not ok or not is_mask(got):
         return False
     if tuple(got.shape) != (b, 1, t, t):
@@ -151,27 +158,78 @@ def check_masked_softmax(fn) -> bool:
                         "被遮住的键仍然分到了权重：在 softmax 之前用 −inf 填充它们。")
         return fail("The values differ from the masked softmax (each kept row should sum to 1).",
                     "数值与带掩码的 softmax 不一致（每个未被完全遮住的行之和应为 1）。")
-    if got.requires_grad:
-        (got * torch.linspace(-1, 1, got.shape[-1])).sum().backward()
-        if scores.grad is not None and not torch.isfinite(scores.grad).all():
-            return fail("The values are right but the gradient has NaNs: mask the result with torch.where / "
-                        "masked_fill rather than dividing by zero.",
-                        "数值正确，但梯度里有 NaN：请用 torch.where / masked_fill 处理结果，而不要除以零。")
+    if grad_problem(got) is not None:                # torch.no_grad() + nan_to_num would hide the NaN gradient
+        return report(grad_problem(got), "weights", "注意力权重")
+    direction = torch.linspace(-1, 1, got.shape[-1])
+    (grad,) = torch.autograd.grad((got * direction).sum(), scores, allow_unused=True)
+    reference = scores.detach().clone().requires_grad_(True)
+    (want_grad,) = torch.autograd.grad((_reference_masked_softmax(reference, keep) * direction).sum(), reference)
+    if grad is None or not torch.isfinite(grad).all():
+        return fail("The values are right but the gradient has NaNs: mask the result with torch.where / "
+                    "masked_fill rather than dividing by zero or repairing NaNs afterwards (nan_to_num leaves the "
+                    "NaN in the gradient).",
+                    "数值正确，但梯度里有 NaN：请用 torch.where / masked_fill 处理结果，而不要除以零，"
+                    "也不要事后修补 NaN（nan_to_num 修不了梯度里的 NaN）。")
+    if not torch.allclose(grad, want_grad, atol=1e-5):
+        return fail(f"The values are right but the gradient is not the masked softmax's (largest difference "
+                    f"{float((grad - want_grad).abs().max()):.3g}): compute the weights from the scores with torch "
+                    "operations all the way.",
+                    f"数值正确，但梯度与带掩码 softmax 的梯度不一致（最大差值 "
+                    f"{float((grad - want_grad).abs().max()):.3g}）：请全程用 torch 运算从分数算出权重。")
+    return _float16_verdict(fn)
+
+
+# Where a fill value enters an answer: its value is recorded, so the float16 verdict names it only if it was used.
+_FILLS = [(torch.Tensor, "masked_fill"), (torch.Tensor, "masked_fill_"), (torch, "masked_fill"), (torch, "where"),
+          (torch, "full_like"), (torch, "full"), (torch.Tensor, "fill_")]
+
+
+def _float16_verdict(fn) -> bool:
+    """The same answer in float16: name the cause of a failure from what the answer did, not from a guess."""
     half, keep = _softmax_case(torch.float16)
-    try:                                       # not attempt(): a crash here has one likely cause, said below
-        got16 = fn(half, keep)
-        bad = not isinstance(got16, torch.Tensor) or not torch.isfinite(got16).all()
-    except RuntimeError:
-        bad = True
-    if bad or not torch.allclose(got16.detach().float(), _reference_masked_softmax(half.detach().float(), keep),
-                                 atol=2e-3):
-        return fail("Right in float32, wrong in float16: a fill such as −1e9 does not exist in float16 (its "
+    crashed = None
+    with watching(fn, _FILLS) as fills:
+        try:                                   # not attempt(): the crash is explained below
+            got16 = fn(half, keep)
+        except RuntimeError as err:
+            got16, crashed = None, err
+    values = [v for _, args, kwargs in fills.records for v in (*args, *kwargs.values())
+              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    huge = [v for v in values if math.isfinite(v) and abs(v) > 65504]
+    want16 = _reference_masked_softmax(half.detach().float(), keep)
+    if crashed is None and isinstance(got16, torch.Tensor) and got16.shape == want16.shape and \
+            torch.isfinite(got16).all() and torch.allclose(got16.detach().float(), want16, atol=2e-3):
+        return passed("Correct: masked keys get 0, empty rows are all zeros, no NaN (float32 and float16).",
+                      "正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN（float32 和 float16 都对）。")
+    if huge:
+        return fail(f"Right in float32, wrong in float16: your fill {huge[0]:g} does not exist in float16 (its "
                     "largest magnitude is 65504, section 7), so masked_fill raises or the value becomes −inf. "
                     "Fill with −inf and zero the empty rows afterwards.",
-                    "float32 下正确，float16 下出错：−1e9 这样的填充值在 float16 里根本不存在（最大只能表示 65504，"
-                    "见第 7 节），masked_fill 会报错，或者它变成 −inf。请用 −inf 填充，再把空行清零。")
-    return passed("Correct: masked keys get 0, empty rows are all zeros, no NaN (float32 and float16).",
-                  "正确：被遮住的键权重为 0，全被遮住的行全为 0，没有 NaN（float32 和 float16 都对）。")
+                    f"float32 下正确，float16 下出错：你的填充值 {huge[0]:g} 在 float16 里根本不存在（最大只能表示 "
+                    "65504，见第 7 节），masked_fill 会报错，或者它变成 −inf。请用 −inf 填充，再把空行清零。")
+    if crashed is not None:
+        return fail(f"Right in float32, but in float16 your function raised {type(crashed).__name__}: {crashed}",
+                    f"float32 下正确，但在 float16 下你的函数抛出了 {type(crashed).__name__}：{crashed}")
+    if not isinstance(got16, torch.Tensor) or got16.shape != want16.shape:
+        return is_tensor(got16, want16.shape, "float16 weights", "float16 注意力权重")
+    bad = ~torch.isfinite(got16).all(-1)                                               # (B, h, T): rows
+    empty = ~keep.any(-1)
+    if bad.any():
+        where_en = "the rows whose keys are all masked" if torch.equal(bad, bad & empty) else "rows with kept keys"
+        where_zh = "所有键都被遮住的行" if torch.equal(bad, bad & empty) else "有未遮住键的行"
+        return fail(f"Right in float32, wrong in float16: {int(bad.sum())} rows are not finite ({where_en}). A "
+                    "constant that is fine in float32 is 0 or infinite in float16 (smallest normal number 6e-5, "
+                    "largest 65504): an ε such as 1e-30 or 1e-9 becomes 0, so 0/0 gives NaN. Zero the empty rows "
+                    "with torch.where / masked_fill instead of dividing by a tiny number.",
+                    f"float32 下正确，float16 下出错：有 {int(bad.sum())} 行不是有限值（{where_zh}）。在 float32 "
+                    "里没问题的常数，在 float16 里会变成 0 或无穷（最小的正规数约 6e-5，最大 65504）：1e-30 或 1e-9 "
+                    "这样的 ε 会变成 0，于是 0/0 得到 NaN。请用 torch.where / masked_fill 把空行清零，不要除以一个"
+                    "很小的数。")
+    err = float((got16.detach().float() - want16).abs().max())
+    return fail(f"Right in float32, but in float16 the weights differ from the masked softmax by up to {err:.3g}.",
+                f"float32 下正确，但在 float16 下与带掩码 softmax 的最大差值为 {err:.3g}。")
+
+
 
 
 def _reference_sliding_window_mask(t: int, window: int) -> torch.Tensor:
@@ -187,7 +245,7 @@ def check_sliding_window_mask(fn) -> bool:
     built with broadcasting (no Python loops)."""
     g = fresh_generator()                               # the last case is drawn afresh: no table passes
     for t, window in ((6, 3), (5, 1), (4, 10), (7, 2), (fresh_int(1, 20, g), fresh_int(1, 12, g))):
-        ok, got, loops = _python_loops(fn, t, window, budget=3)
+        ok, got, loops = _python_loops(fn, t, window, budget=3, small=(4, 2), large=(16, 2))
         if not ok or not is_mask(got, (t, t)):
             return False
         want = _reference_sliding_window_mask(t, window)

@@ -133,8 +133,10 @@ def build_base_model(share_embeddings: bool = True, tie_output: bool = True, dev
     return model
 
 
-def format_count(n: int) -> str:
-    """63119496 -> '63.12M', 12345 -> '12.3k', 640 -> '640'."""
+def format_count(n: int, lang: str | None = None) -> str:
+    """63119496 -> '63.12M', 12345 -> '12.3k', 640 -> '640'; in Chinese by 万 (10⁴): '6312 万', '1.2 万'."""
+    if (lang or i18n.current_language()) == "zh" and n >= 10_000:
+        return f"{n / 1e4:.0f} 万" if n >= 1_000_000 else f"{n / 1e4:.1f} 万"
     if n >= 1_000_000:
         return f"{n / 1e6:.2f}M"
     if n >= 1_000:
@@ -236,13 +238,13 @@ def _render_size(n_layers: int, n_heads: int, d_model: int, share: bool, lang: s
     ax_bar.set_yticks(range(len(COMPONENTS)), labels=labels)
     ax_bar.invert_yaxis()
     for bar, c in zip(bars, COMPONENTS):
-        ax_bar.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " " + format_count(counts[c]),
+        ax_bar.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " " + format_count(counts[c], code),
                     va="center", fontsize=8)
     ax_bar.set_xlim(0, max(values) * 1.25)
     ax_bar.set_xlabel(i18n.pick({"en": "parameters (millions)", "zh": "参数量（百万）"}, code))
     ax_bar.set_title(i18n.pick({"en": "N={n}, h={h}, d_model={d}, d_ff={f}: {t} parameters",
-                                "zh": "N={n}，h={h}，d_model={d}，d_ff={f}：共 {t} 个参数"}, code)
-                     .format(n=n_layers, h=n_heads, d=d_model, f=d_ff, t=format_count(total)), fontsize=10)
+                                "zh": "N={n}，h={h}，d_model={d}，d_ff={f}：共 {t}个参数"}, code)
+                     .format(n=n_layers, h=n_heads, d=d_model, f=d_ff, t=format_count(total, code)), fontsize=10)
     ax_tab.axis("off")
     header = [i18n.pick({"en": "stage", "zh": "阶段"}, code), i18n.pick({"en": "shape", "zh": "形状"}, code),
               i18n.pick({"en": "here", "zh": "本例"}, code)]

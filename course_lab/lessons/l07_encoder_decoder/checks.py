@@ -20,6 +20,7 @@ from ...exercises import (
     never_raises,
     passed,
     right_after_renumbering,
+    steps_grow,
     watching,
 )
 
@@ -176,7 +177,7 @@ def check_reverse_tokens(fn) -> bool:
     ok, got = attempt(fn, src.clone(), 0)
     if not ok or not is_tensor(got, src.shape, "reversed batch (B, S)", "倒序的批次 (B, S)"):
         return False
-    if has_python_loop(fn):
+    if has_python_loop(fn) or steps_grow(fn, (src[:2].clone(), 0), (src.repeat(4, 1), 0)):
         return fail("Your function loops over the batch in Python: build an index tensor instead (lengths − 1 − "
                     "position) and use torch.gather, so that a batch of 10 000 sequences costs one call.",
                     "你的函数用 Python 循环逐个处理：请改为构造一个索引张量（长度 − 1 − 位置）并用 torch.gather，"
