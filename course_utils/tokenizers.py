@@ -192,14 +192,30 @@ class Tokenizer:
         if not isinstance(d, dict) or d.get("type") not in kinds:
             raise ValueError(f"unknown tokenizer type {d.get('type') if isinstance(d, dict) else d!r}: "
                              f"expected one of {sorted(kinds)} (import course_utils.wordpiece for WordPieceTokenizer)")
-        return kinds[d["type"]](d["tokens"], **{k: v for k, v in d.items() if k not in ("type", "tokens")})
+        cls, tokens = kinds[d["type"]], d.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            found = "no 'tokens' list" if tokens is None else f"a 'tokens' entry of type {type(tokens).__name__}"
+            raise ValueError(f"not a saved tokenizer: the dict has {found} ('tokens' must be a list of strings, as "
+                             "Tokenizer.to_dict() writes it)")
+        for option in (k for k in d if k not in ("type", "tokens", *cls._OPTIONS)):
+            others = [name for name, kind in sorted(kinds.items()) if option in kind._OPTIONS]
+            takes = f" ({' and '.join(others)} {'does' if len(others) == 1 else 'do'})" if others else ""
+            raise ValueError(f"{cls.__name__} takes no option {option!r}{takes}: remove it, or set 'type' to the "
+                             f"tokenizer the dict was saved from (options of {cls.__name__}: "
+                             f"{list(cls._OPTIONS) or 'none'})")
+        return cls(tokens, **{k: v for k, v in d.items() if k not in ("type", "tokens")})
 
     def save(self, path: str | os.PathLike) -> None:
+        if os.path.isdir(path):
+            raise ValueError(f"{path} is a folder: pass a file name such as {os.path.join(path, 'tokenizer.json')}")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, ensure_ascii=False, indent=0)
 
     @staticmethod
     def load(path: str | os.PathLike) -> Tokenizer:
+        if os.path.isdir(path):
+            raise ValueError(f"{path} is a folder: pass the tokenizer file inside it, such as "
+                             f"{os.path.join(path, 'tokenizer.json')}")
         d = read_json_file(path, "tokenizer file")
         try:
             return Tokenizer.from_dict(d)

@@ -63,6 +63,9 @@ def split_punctuation(word: str) -> list[str]:
 
 def load_vocab(path: str | os.PathLike) -> list[str]:
     """The tokens of ``vocab.txt``, in id order (line n holds the token with id n)."""
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder: pass the vocabulary file inside it, such as "
+                         f"{os.path.join(path, 'vocab.txt')}")
     try:
         with open(path, encoding="utf-8") as f:  # universal newlines: \r\n and \r read as \n
             text = f.read().rstrip("\n")  # final newlines are not empty tokens
