@@ -66,7 +66,7 @@ def cross_attention_maps(model, number: int, src_tok, tgt_tok, output: str | Non
     tgt_in = torch.tensor([tgt_tok.encode(output, add_bos=True)], device=device)   # <bos> y
     with evaluating(model), record_attention(model):
         model(src, tgt_in)
-    weights = torch.stack([layer.cross_attn.last_weights[0] for layer in model.decoder.layers]).cpu()
+    weights = torch.stack([layer.cross_attn.last_weights[0] for layer in model.decoder.layers]).float().cpu()
     return {"weights": weights, "source": src_tok.tokenize(source_text(n)),
             "target": list(output) + ["<eos>"]}
 
