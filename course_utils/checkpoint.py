@@ -113,23 +113,13 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     return path
 
 
-# torch.save's pre-1.6 format starts with a pickled magic number; a zip (the current format) with "PK"
-_LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
-
-
-def _plain_pickle(path: Path) -> bool:
-    """Does ``path`` hold a ``pickle.dump`` (a pickle protocol header, but neither torch format)? torch.load
-    then reports "Unsupported operand" or "Invalid magic number", which reads as damage: it is not."""
-    with open(path, "rb") as f:
-        head = f.read(len(_LEGACY_MAGIC))
-    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5 and head != _LEGACY_MAGIC
-
-
 def _read(path: Path, map_location: Any) -> dict[str, Any]:
     advice = f"delete {path} to start from scratch, or load an earlier checkpoint"
     if (problem := crc_problem(path)) is not None:
         raise CheckpointError(f"checkpoint {path} {problem}; {advice}")
-    if _plain_pickle(path):
+    with open(path, "rb") as f:  # a pickle header, but neither torch format (a zip, or pre-1.6: a LONG1 magic)
+        head = f.read(3)
+    if head[:1] == b"\x80" and head[1:2] in b"\x02\x03\x04\x05" and head[2:3] != b"\x8a":
         raise CheckpointError(f"{path} is not a file written by save_checkpoint or torch.save (it is a plain "
                               "pickle.dump): load it the way it was written, or save the model with "
                               "save_checkpoint(path, model)")
@@ -191,8 +181,7 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     ckpt = _read(path, "cpu" if map_location is None else map_location)
     _check_states(path, ckpt, optimizer, scheduler)
     if not isinstance(ckpt["model"], dict):
-        kind = type(ckpt["model"]).__name__
-        raise CheckpointError(f"{path} is not a usable checkpoint: its 'model' entry is a {kind}, not a state_dict "
+        raise CheckpointError(f"{path}: its 'model' entry is a {type(ckpt['model']).__name__}, not a state_dict "
                               "(a dict of tensors): save the model with save_checkpoint(path, model)")
     try:
         target.load_state_dict(ckpt["model"])

@@ -10,12 +10,6 @@ import torch
 from torch import nn
 
 
-def _version(t: torch.Tensor) -> int | None:
-    """The in-place-edit counter of ``t``; None for a tensor made under ``torch.inference_mode()``, which keeps no
-    counter (reading it raises "Inference tensors do not track version counter")."""
-    return None if t.is_inference() else t._version
-
-
 class KVCache:
     """Per-module keys and values of the positions decoded so far; see the module docstring."""
 
@@ -81,13 +75,14 @@ class KVCache:
         if entry is None:
             k, v = project()
             self._check_batch(k.shape[0])
-            self._cross[module] = (memory, _version(memory), k, v)
+            # an inference_mode tensor keeps no version counter (reading it raises): None stands for it
+            self._cross[module] = (memory, None if memory.is_inference() else memory._version, k, v)
             return k, v
         old, version, k, v = entry
         same = memory is old or (memory.device == old.device and memory.device.type != "meta"  # meta: no data_ptr
                                  and (memory.data_ptr(), memory.shape[1:], memory.stride()[1:])
                                  == (old.data_ptr(), old.shape[1:], old.stride()[1:]))
-        if not same or _version(memory) != version:
+        if not same or (None if memory.is_inference() else memory._version) != version:
             raise ValueError("this KVCache holds cross-attention keys of another encoder memory (or the memory was "
                              "modified in place): call cache.reset() (or use a new KVCache) before a new source")
         self._check_batch(memory.shape[0])

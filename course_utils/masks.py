@@ -42,9 +42,8 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
             try:
                 torch.broadcast_shapes(out.shape, m.shape)
             except RuntimeError:
-                raise ValueError(f"masks of shapes {tuple(out.shape)} and {tuple(m.shape)} do not broadcast: give "
-                                 "each the axes it lacks as size 1, e.g. a (B, T_k) key mask as mask[:, None, :] "
-                                 "next to a (T_q, T_k) causal mask") from None
+                raise ValueError(f"masks of shapes {tuple(out.shape)} and {tuple(m.shape)} do not broadcast: give each "
+                                 "the axes it lacks as size 1, e.g. a (B, T_k) key mask as mask[:, None, :]") from None
         out = m if out is None else out & m
     return out
 

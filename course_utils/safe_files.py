@@ -160,8 +160,7 @@ def sha256_file(path: str | os.PathLike) -> str:
     try:
         f = open(path, "rb")
     except PermissionError:
-        raise PermissionError(13, f"cannot read {path}: permission denied; make it readable (chmod u+r {path}) or "
-                                  "replace it with a readable copy") from None
+        raise PermissionError(13, f"cannot read {path}: permission denied; make it readable (chmod u+r)") from None
     with f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)

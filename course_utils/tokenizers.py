@@ -52,6 +52,11 @@ def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID
     return out
 
 
+def _not_a_folder(path, want: str, file: str = "tokenizer.json") -> None:
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder: pass {want} {os.path.join(path, file)}")
+
+
 def read_json_file(path: str | os.PathLike, what: str = "JSON file"):
     """``json.load`` that names the file when it is not UTF-8 or not valid JSON (a truncated download, say)."""
     try:
@@ -201,21 +206,17 @@ class Tokenizer:
             others = [name for name, kind in sorted(kinds.items()) if option in kind._OPTIONS]
             takes = f" ({' and '.join(others)} {'does' if len(others) == 1 else 'do'})" if others else ""
             raise ValueError(f"{cls.__name__} takes no option {option!r}{takes}: remove it, or set 'type' to the "
-                             f"tokenizer the dict was saved from (options of {cls.__name__}: "
-                             f"{list(cls._OPTIONS) or 'none'})")
+                             f"tokenizer the dict was saved from ({cls.__name__}'s: {list(cls._OPTIONS) or 'none'})")
         return cls(tokens, **{k: v for k, v in d.items() if k not in ("type", "tokens")})
 
     def save(self, path: str | os.PathLike) -> None:
-        if os.path.isdir(path):
-            raise ValueError(f"{path} is a folder: pass a file name such as {os.path.join(path, 'tokenizer.json')}")
+        _not_a_folder(path, "a file name such as")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, ensure_ascii=False, indent=0)
 
     @staticmethod
     def load(path: str | os.PathLike) -> Tokenizer:
-        if os.path.isdir(path):
-            raise ValueError(f"{path} is a folder: pass the tokenizer file inside it, such as "
-                             f"{os.path.join(path, 'tokenizer.json')}")
+        _not_a_folder(path, "the tokenizer file inside it, such as")
         d = read_json_file(path, "tokenizer file")
         try:
             return Tokenizer.from_dict(d)

@@ -38,8 +38,7 @@ def check_optimizer(optimizer) -> None:
 
 
 def check_file_path(path, name: str = "checkpoint_path"):
-    """``path`` as a ``Path``; refused: another type, a directory (a file name inside it is what was meant) and a
-    path through a file (``notes.py/x.pt``: its folder cannot be made)."""
+    """``path`` as a ``Path``; refused: another type, a directory (a file inside was meant), a path through a file."""
     if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
         raise TypeError(f"{name} must be a str or pathlib.Path, got {type(path).__name__} {path!r:.40}: pass a file "
                         "name such as 'runs/last.pt'")

@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.pretrained import course_models as cm
+from course_lab import course_models as cm
 
 ROOT = Path(__file__).resolve().parents[1] / "course_models"
+
+
+def _no_address() -> dict:
+    return {**json.loads(cm.asset("course_models_published.json").read_text(encoding="utf-8")), "url": None}
 
 
 @pytest.fixture
@@ -30,23 +34,23 @@ def lone(tmp_path, monkeypatch):
 
 
 def test_the_pinned_table_is_the_published_manifests():
-    """After retraining a model: python -m course_utils.pretrained.course_models --pin (then commit the table)."""
+    """After retraining a model: python -m course_lab.course_models --pin (then commit the table)."""
     table = cm.published()["models"]
     here = {p.stem: {"bytes": p.stat().st_size, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
             for p in sorted(ROOT.glob("*.json"))}
-    assert table == here, "stale table: run python -m course_utils.pretrained.course_models --pin"
+    assert table == here, "stale table: run python -m course_lab.course_models --pin"
 
 
 def test_fetch_from_a_published_folder_then_load_offline(lone, monkeypatch):
     monkeypatch.setenv("COURSE_MODELS_URL", ROOT.as_uri())
-    model, tokenizers, manifest = cm.load_course_model("sst2_classifier")
+    model, tokenizers, manifest = cm.load_or_skip("sst2_classifier")
     fetched = lone / "data" / "course_models"
     assert (fetched / "sst2_classifier.json").read_bytes() == (ROOT / "sst2_classifier.json").read_bytes()
     assert (fetched / manifest["file"]).stat().st_size == manifest["bytes"]
     assert not model.training and "words" in tokenizers
     monkeypatch.setenv("COURSE_OFFLINE", "1")                        # now offline: the fetched copy is used
     monkeypatch.setenv("COURSE_MODELS_URL", (lone / "nowhere").as_uri())
-    assert cm.load_course_model("sst2_classifier").manifest == manifest
+    assert cm.load_or_skip("sst2_classifier").manifest == manifest
 
 
 def test_a_published_file_that_differs_is_refused_and_not_kept(lone):
@@ -73,19 +77,17 @@ def test_unavailable_says_how_to_get_them(lone, monkeypatch, how, said):
         monkeypatch.setenv("COURSE_MODELS_URL", (lone / "nowhere").as_uri())
     if how == "offline":
         monkeypatch.setenv("COURSE_OFFLINE", "1")
-    monkeypatch.setattr(cm, "published", lambda: {**json.loads(cm.PUBLISHED_FILE.read_text()), "url": None})
+    monkeypatch.setattr(cm, "published", _no_address)
     with pytest.raises(cm.CourseModelUnavailable, match=f"{said}.*clone the course's repository") as info:
-        cm.load_course_model("gpt_shakespeare")
+        cm.find("gpt_shakespeare")
     assert isinstance(info.value, FileNotFoundError)
 
 
 @pytest.mark.parametrize("lang, said", [("en", "⚠ Skipped: the comparison with the course model"),
                                         ("zh", "⚠ 已跳过：与课程模型的比较")])
 def test_a_lesson_cell_skips_in_one_line(lone, monkeypatch, capsys, lang, said):
-    from course_lab.course_models import load_or_skip
-
-    monkeypatch.setattr(cm, "published", lambda: {**json.loads(cm.PUBLISHED_FILE.read_text()), "url": None})
-    assert load_or_skip("mlm_shakespeare", lang=lang) is None
+    monkeypatch.setattr(cm, "published", _no_address)
+    assert cm.load_or_skip("mlm_shakespeare", lang=lang) is None
     out = capsys.readouterr().out
     assert out.startswith(said) and out.count("\n") == 1 and "COURSE_MODELS_DIR" in out
 
@@ -94,4 +96,4 @@ def test_a_clone_still_uses_its_own_folder(monkeypatch):
     monkeypatch.delenv("COURSE_MODELS_DIR", raising=False)
     monkeypatch.chdir(ROOT.parent / "notebooks")
     monkeypatch.setenv("COURSE_MODELS_URL", "file:///nowhere")
-    assert cm._find("sst2_classifier", None, True) == ROOT
+    assert cm.find("sst2_classifier") == ROOT

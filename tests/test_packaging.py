@@ -248,6 +248,57 @@ def test_lessons_run_from_the_wheel_outside_the_checkout(wheel, tmp_path):
     assert len(names) >= 4 and len(loaded.stdout.splitlines()) == len(names), loaded.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(3000)  # four lessons that train small models (about 4 minutes on an idle 2-core CPU)
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("nbval", "num2words", "sacrebleu")),
+                    reason="needs the dev and lessons extras (nbval, num2words, sacrebleu)")
+def test_lessons_09_to_12_run_alone_without_course_models(wheel, tmp_path):
+    """Lessons 09-12 copied alone next to the installed wheel, in an empty folder with no course_models/ and no
+    COURSE_MODELS_DIR (issue 39): 09 and 10 where the course models cannot be fetched (one line says what is skipped
+    and how to get them), 11 and 12 fetching them from where they are published (a file:// folder stands in for the
+    network) into the data folder, checked against the sha256 the wheel pins. Each runs to its end under nbval."""
+    wheel, _ = wheel
+    python = child_env().create(tmp_path / "venv", with_pip=False)
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"PYTHONPATH", "MAKELEVEL", "MAKEFLAGS", "MFLAGS", "COURSE_MODELS_DIR", "COURSE_MODELS_URL"}}
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
+                    str(wheel)], check=True, capture_output=True, timeout=300, env=env)
+    # The data folder: the datasets this machine has (linked, never written), and room for fetched course models.
+    data = tmp_path / "data"
+    data.mkdir()
+    shared = Path(os.environ.get("COURSE_DATA_DIR", "/nonexistent"))
+    for entry in (shared.iterdir() if shared.is_dir() else ()):
+        if entry.name != "course_models":
+            (data / entry.name).symlink_to(entry.resolve())
+    env.update(COURSE_DATA_DIR=str(data), PYTHONWARNINGS="error:Glyph:UserWarning")
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+
+    def run(numbers: tuple[str, ...], extra_env: dict[str, str]) -> None:
+        names = []
+        for number in numbers:
+            (notebook,) = (ROOT / "notebooks" / "en").glob(f"{number}_*.ipynb")
+            shutil.copy(notebook, lessons / notebook.name)
+            names.append(notebook.name)
+        result = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval-lax",
+                                 "--nbval-current-env", "--rootdir", str(lessons), *names], cwd=lessons,
+                                capture_output=True, text=True, env={**env, **extra_env}, timeout=2900)
+        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+
+    no_url = {"COURSE_OFFLINE": "1"}    # the wheel's published address, if any, is not reachable from a test
+    said = subprocess.run([str(python), "-c", "from course_lab.course_models import load_or_skip; "
+                           "print(load_or_skip('sst2_classifier'))"], cwd=lessons, capture_output=True, text=True,
+                          env={**env, **no_url}, timeout=300)
+    assert said.stdout.startswith("⚠ Skipped: the comparison with the course model") and said.stdout.count("\n") == 2
+    assert "COURSE_MODELS_DIR" in said.stdout and said.stdout.endswith("None\n"), said.stdout + said.stderr
+    run(("09", "10"), no_url)
+    assert not (data / "course_models").exists()
+    run(("11", "12"), {"COURSE_MODELS_URL": (ROOT / "course_models").as_uri()})
+    fetched = sorted(p.name for p in (data / "course_models").iterdir())
+    assert fetched == ["gpt_shakespeare.json", "gpt_shakespeare.safetensors", "mlm_shakespeare.json",
+                       "mlm_shakespeare.safetensors"], fetched
+
+
 def _make_dry_run(*args: str) -> list[str]:
     """The commands `make` would run, one per line (continuation lines joined)."""
     # Under `make test` pytest inherits MAKELEVEL/MAKEFLAGS: the inner make would print "Entering directory" lines.

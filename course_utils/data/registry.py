@@ -95,13 +95,11 @@ def get_resource(name: str) -> Resource:
 
 
 def _expand(path: Path, what: str) -> Path:
-    """``~`` and ``~user`` expanded; an unknown user (pathlib: "Could not determine home directory") said plainly."""
-    try:
+    try:  # pathlib says only "Could not determine home directory" for ~nosuchuser
         return path.expanduser()
     except RuntimeError:
-        user = path.parts[0][1:]
-        raise ValueError(f"{what}: there is no user {user!r} on this machine, so {path.parts[0]} cannot be expanded: "
-                         "give an absolute path (or ~/... for your own home folder)") from None
+        raise ValueError(f"{what}: there is no user {path.parts[0][1:]!r} on this machine: give an absolute path (or "
+                         "~/... for your own home folder)") from None
 
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:

@@ -1,9 +1,6 @@
 """The course's own trained models (lessons 09-12): float16 safetensors plus a JSON manifest (command, commit, seed,
 device, minutes, held-out metrics, size, sha256), in ``COURSE_MODELS_DIR`` or the nearest ``course_models/`` from the
-working directory up (not in the wheel): ``model, tokenizers, manifest = load_course_model("gpt_shakespeare")``.
-A lone notebook (Colab, a pip-installed wheel) has neither: the model is then fetched once into the data folder's
-``course_models/`` from where the repository publishes it (``COURSE_MODELS_URL``), its manifest checked against the
-sha256 the package pins (course_models_published.json) and its weights against the manifest."""
+working directory up (not in the wheel): ``model, tokenizers, manifest = load_course_model("gpt_shakespeare")``."""
 
 from __future__ import annotations
 
@@ -21,8 +18,6 @@ from typing import NamedTuple
 import torch
 from safetensors.torch import load_model, save_model
 
-from ..data.download import _download, _NetworkError, downloads_allowed
-from ..data.registry import data_dir
 from ..models import GPT, EncoderClassifier, MaskedLM, Transformer
 from ..modes import model_device
 from ..safe_files import file_sha256, verify_file
@@ -97,86 +92,10 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
     return manifest_path
 
 
-PUBLISHED_FILE = Path(__file__).with_name("course_models_published.json")
-GET_THEM = ("clone the course's repository (its course_models/ folder) and run from there, set COURSE_MODELS_DIR to a "
-            "copy of that folder, or set COURSE_MODELS_URL to where it is published")
-
-
-class CourseModelUnavailable(FileNotFoundError):
-    """The course model is not on this machine and could not be fetched; the message says how to get it."""
-
-
-def published() -> dict:
-    """The pinned table: ``{"url": base URL or None, "models": {name: {"bytes", "sha256"} of its manifest}}``."""
-    return json.loads(PUBLISHED_FILE.read_text(encoding="utf-8"))
-
-
-def fetched_dir() -> Path:
-    """Where fetched course models are kept: ``course_models/`` in the data folder (``COURSE_DATA_DIR``)."""
-    return data_dir() / "course_models"
-
-
-def fetch_course_model(name: str, url: str | None = None, folder: str | os.PathLike | None = None,
-                       progress: bool = True) -> Path:
-    """Download course model ``name`` (manifest, then weights) from ``url`` (default ``$COURSE_MODELS_URL``, else
-    the published address) into ``folder`` (default :func:`fetched_dir`), each file checked before it is kept;
-    return the folder. Raises :class:`CourseModelUnavailable` (offline, no address, a wrong file)."""
-    table = published()
-    if name not in table["models"]:
-        raise ValueError(f"no course model {name!r}: the published ones are {', '.join(sorted(table['models']))}")
-    base = url or os.environ.get("COURSE_MODELS_URL", "").strip() or table["url"]
-    if not base:
-        raise CourseModelUnavailable(f"course model {name!r} is not here and no download address is known: {GET_THEM}")
-    if not downloads_allowed():
-        raise CourseModelUnavailable(f"course model {name!r} is not here and COURSE_OFFLINE forbids downloads: "
-                                     f"{GET_THEM}")
-    root = Path(folder) if folder is not None else fetched_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    pinned = table["models"][name]
-
-    def get(file: str, size: int, sha256: str) -> None:
-        def check(tmp: Path) -> None:
-            actual = (tmp.stat().st_size, file_sha256(tmp))
-            if actual != (size, sha256):
-                raise CourseModelUnavailable(f"{base.rstrip('/')}/{file} is not the published file ({actual[0]:,} "
-                                             f"bytes, sha256 {actual[1]}; expected {size:,}, {sha256}): nothing was "
-                                             f"kept; {GET_THEM}")
-        if (root / file).is_file() and (root / file).stat().st_size == size and file_sha256(root / file) == sha256:
-            return
-        try:
-            _download(f"{base.rstrip('/')}/{file}", root / file, progress, check, size)
-        except _NetworkError as err:
-            raise CourseModelUnavailable(f"course model {name!r} could not be downloaded from {base} ({err}): "
-                                         f"{GET_THEM}") from None
-
-    get(f"{name}.json", pinned["bytes"], pinned["sha256"])
-    manifest = json.loads((root / f"{name}.json").read_text(encoding="utf-8"))
-    get(manifest["file"], manifest["bytes"], manifest["sha256"])
-    return root
-
-
-def _find(name: str, folder: str | os.PathLike | None, fetch: bool) -> Path:
-    """The folder holding ``name``'s manifest: ``folder``, ``COURSE_MODELS_DIR`` or ``course_models/`` from the
-    working directory up; else (``fetch``) the fetched copy, downloaded when missing."""
-    if folder is not None or os.environ.get("COURSE_MODELS_DIR") or not fetch:
-        return course_models_dir(folder)
-    try:
-        root = course_models_dir()
-        if (root / f"{name}.json").is_file() or name not in published()["models"]:
-            return root
-    except FileNotFoundError:
-        pass
-    if (fetched_dir() / f"{name}.json").is_file():
-        return fetched_dir()
-    return fetch_course_model(name)
-
-
-def load_course_model(name: str, folder: str | os.PathLike | None = None, device: str = "cpu", *,
-                      fetch: bool = True) -> CourseModel:
+def load_course_model(name: str, folder: str | os.PathLike | None = None, device: str = "cpu") -> CourseModel:
     """``(model in eval mode, {role: tokenizer}, manifest)``; a missing or damaged weights file (size, sha256 as in
-    the manifest) raises an error naming the command that rebuilds it. With no ``folder``, no ``COURSE_MODELS_DIR``
-    and no ``course_models/`` here, the published copy is used (fetched once when ``fetch``; see the module)."""
-    root = _find(name, folder, fetch)
+    the manifest) raises an error naming the command that rebuilds it."""
+    root = course_models_dir(folder)
     manifest_path = root / f"{name}.json"
     if not manifest_path.is_file():
         known = sorted(p.stem for p in root.glob("*.json"))
@@ -189,15 +108,3 @@ def load_course_model(name: str, folder: str | os.PathLike | None = None, device
     load_model(model, str(weights), strict=True)
     tokenizers = {role: Tokenizer.from_dict(d) for role, d in manifest["tokenizers"].items()}
     return CourseModel(model.float().to(device).eval(), tokenizers, manifest)
-
-
-def pin_published() -> None:
-    """Rewrite course_models_published.json's table from the clone's course_models/ (after retraining a model)."""
-    table, root = published(), Path(__file__).resolve().parents[2] / "course_models"
-    table["models"] = {p.stem: {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
-                       for p in sorted(root.glob("*.json"))}
-    PUBLISHED_FILE.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--pin"]:
-    pin_published()
