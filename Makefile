@@ -105,7 +105,7 @@ slides/node_modules/.package-lock.json: slides/package.json slides/package-lock.
 # build/site/{en,zh}/: every lesson with its outputs, course map, glossary, search, decks, notebooks; offline.
 # The notebooks `make test` ran are reused (build/executed); only the others are executed. Sphinx, MyST-NB, the book
 # theme and jieba (pyproject.toml's `site` extra) go into a virtual environment of their own, build/site-env, which
-# sees the course's packages but keeps its newer docutils & co. away from the Python that `make setup` installed
+# sees the course's packages (those of $(PYTHON), a venv, conda or the system Python) but keeps its newer docutils & co. away from the Python that `make setup` installed
 # into. MathJax and the decks' JavaScript come from slides/node_modules (npm, once). SITE_ARGS: e.g.
 # make site SITE_ARGS="--lessons 00 02".
 SITE_ARGS ?=
@@ -124,8 +124,10 @@ site-env: $(SITE_STAMP)
 site-test: site
 	COURSE_SITE_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider tests/browser/test_site.py $(PYTEST_ARGS)
 
-$(SITE_STAMP): pyproject.toml
-	$(PYTHON) -m venv --system-site-packages $(SITE_ENV)
+# tools/child_env.py, not `venv --system-site-packages`: from a venv (the README's setup) that would see the base
+# Python's packages instead of the course's.
+$(SITE_STAMP): pyproject.toml tools/child_env.py
+	$(PYTHON) tools/child_env.py $(SITE_ENV)
 	$(SITE_ENV)/bin/python -m pip install $$($(PYTHON) tools/build_site.py --requirements)
 	@touch $@
 

@@ -176,6 +176,10 @@ def _call(fn: Callable, args: tuple, kwargs: dict, lang: str | None):
         fail(f"Your function ran longer than {TIME_LIMIT_S:g} s: look for a loop that never ends.",
              f"你的函数运行超过了 {TIME_LIMIT_S:g} 秒：看看是不是有停不下来的循环。", lang)
         return False, None
+    except SystemExit:  # sys.exit(), exit(), quit(): would end the check (or the script) with no verdict
+        fail("Your function called exit(): return the value instead.",
+             "你的函数调用了 exit()：请改为用 return 返回结果。", lang)
+        return False, None
     except Exception as err:  # noqa: BLE001 - any bug in the student's code is reported, never raised
         fail(f"Your function raised {type(err).__name__}: {err}", f"你的函数抛出了 {type(err).__name__}：{err}",
              lang)
@@ -364,6 +368,15 @@ def as_number(got) -> tuple[float | None, Problem | None]:
     return value, None
 
 
+def one_value_problem(got, want) -> Problem | None:
+    """A tensor of several values where ``want`` is one number: ``(en, zh)`` saying so, else None."""
+    if isinstance(got, torch.Tensor) and not isinstance(want, torch.Tensor) and got.numel() != 1:
+        what = ("one whole number", "一个整数") if isinstance(want, int) else ("one value", "一个值")
+        return (f"expected {what[0]}, got a tensor of shape {tuple(got.shape)}",
+                f"应该返回{what[1]}，实际返回的是形状为 {tuple(got.shape)} 的张量")
+    return None
+
+
 def number_problem(got, want: float, rel: float = 1e-6) -> Problem | None:
     """Why the number ``got`` differs from ``want`` (relative tolerance, absolute below 1)."""
     value, problem = as_number(got)
@@ -375,7 +388,10 @@ def number_problem(got, want: float, rel: float = 1e-6) -> Problem | None:
 
 
 def equal_problem(got, want) -> Problem | None:
-    """Why ``got != want``, for plain values (strings, ints)."""
+    """Why ``got != want``, for plain values (strings, ints); a tensor of several values for one is said as such
+    (``==`` would give a tensor, whose truth is ambiguous)."""
+    if (problem := one_value_problem(got, want)) is not None:
+        return problem
     if got == want:
         return None
     return f"expected {want!r}, got {got!r}", f"应为 {want!r}，实际得到 {got!r}"

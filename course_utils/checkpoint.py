@@ -117,6 +117,12 @@ def _read(path: Path, map_location: Any) -> dict[str, Any]:
     advice = f"delete {path} to start from scratch, or load an earlier checkpoint"
     if (problem := crc_problem(path)) is not None:
         raise CheckpointError(f"checkpoint {path} {problem}; {advice}")
+    with open(path, "rb") as f:  # a pickle header, but neither torch format (a zip, or pre-1.6: a LONG1 magic)
+        head = f.read(3)
+    if head[:1] == b"\x80" and head[1:2] in b"\x02\x03\x04\x05" and head[2:3] != b"\x8a":
+        raise CheckpointError(f"{path} is not a file written by save_checkpoint or torch.save (it is a plain "
+                              "pickle.dump): load it the way it was written, or save the model with "
+                              "save_checkpoint(path, model)")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises UnpicklingError, OSError, EOFError, KeyError... for damaged files
@@ -174,6 +180,9 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     remove_stale_temps(path)
     ckpt = _read(path, "cpu" if map_location is None else map_location)
     _check_states(path, ckpt, optimizer, scheduler)
+    if not isinstance(ckpt["model"], dict):
+        raise CheckpointError(f"{path}: its 'model' entry is a {type(ckpt['model']).__name__}, not a state_dict "
+                              "(a dict of tensors): save the model with save_checkpoint(path, model)")
     try:
         target.load_state_dict(ckpt["model"])
     except RuntimeError as err:  # load_state_dict's list of missing/unexpected keys and size mismatches, whole

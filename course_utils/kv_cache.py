@@ -75,13 +75,14 @@ class KVCache:
         if entry is None:
             k, v = project()
             self._check_batch(k.shape[0])
-            self._cross[module] = (memory, memory._version, k, v)
+            # an inference_mode tensor keeps no version counter (reading it raises): None stands for it
+            self._cross[module] = (memory, None if memory.is_inference() else memory._version, k, v)
             return k, v
         old, version, k, v = entry
         same = memory is old or (memory.device == old.device and memory.device.type != "meta"  # meta: no data_ptr
                                  and (memory.data_ptr(), memory.shape[1:], memory.stride()[1:])
                                  == (old.data_ptr(), old.shape[1:], old.stride()[1:]))
-        if not same or memory._version != version:
+        if not same or (None if memory.is_inference() else memory._version) != version:
             raise ValueError("this KVCache holds cross-attention keys of another encoder memory (or the memory was "
                              "modified in place): call cache.reset() (or use a new KVCache) before a new source")
         self._check_batch(memory.shape[0])

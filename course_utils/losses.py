@@ -28,6 +28,9 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
         raise TypeError(f"targets must hold integer class ids (torch.long), got {targets.dtype}: use targets.long() "
                         "(soft, probability targets are not supported here)")
     check_int(ignore_index, "ignore_index", None)
+    if targets.device != logits.device:
+        raise ValueError(f"targets are on {targets.device} but logits on {logits.device}: move them with "
+                         "targets.to(logits.device) (one computation, one device)")
     if logits.dim() < 2:
         raise ValueError(f"logits must have shape (N, V) or (B, T, V), classes last; got {tuple(logits.shape)}")
     vocab = logits.shape[-1]

@@ -38,6 +38,12 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     out = None
     for m in (m for m in masks if m is not None):
         _check_bool(m, "combine_masks", "convert additive masks with from_additive_mask first")
+        if out is not None:
+            try:
+                torch.broadcast_shapes(out.shape, m.shape)
+            except RuntimeError:
+                raise ValueError(f"masks of shapes {tuple(out.shape)} and {tuple(m.shape)} do not broadcast: give each "
+                                 "the axes it lacks as size 1, e.g. a (B, T_k) key mask as mask[:, None, :]") from None
         out = m if out is None else out & m
     return out
 

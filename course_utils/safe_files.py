@@ -88,7 +88,11 @@ def _umask() -> int:
 def write_atomic(path: Path, payload: dict[str, Any]) -> None:
     # A temp file in the same directory: os.replace is then an atomic rename (readers see the old file or the new
     # one, never a partial one). Its name holds our pid, so a later save can tell a killed writer's temp file.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:  # name the file asked for, not our hidden temp file (a read-only folder or disk)
+        raise OSError(err.errno, f"cannot write {path}: the folder {path.parent} is not writable ({err.strerror}): "
+                      "choose a checkpoint path in a folder you can write to") from None
     try:
         with os.fdopen(fd, "wb") as f:
             os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it 0600; a checkpoint is an ordinary file
@@ -153,7 +157,11 @@ _SHA256_CACHE: dict[tuple, str] = {}
 def sha256_file(path: str | os.PathLike) -> str:
     """Hex sha256 of a file, read in 1 MiB blocks (a big file need not fit in memory)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    try:
+        f = open(path, "rb")
+    except PermissionError:
+        raise PermissionError(13, f"cannot read {path}: permission denied; make it readable (chmod u+r)") from None
+    with f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

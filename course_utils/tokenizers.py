@@ -52,6 +52,11 @@ def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID
     return out
 
 
+def _not_a_folder(path, want: str, file: str = "tokenizer.json") -> None:
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder: pass {want} {os.path.join(path, file)}")
+
+
 def read_json_file(path: str | os.PathLike, what: str = "JSON file"):
     """``json.load`` that names the file when it is not UTF-8 or not valid JSON (a truncated download, say)."""
     try:
@@ -192,14 +197,26 @@ class Tokenizer:
         if not isinstance(d, dict) or d.get("type") not in kinds:
             raise ValueError(f"unknown tokenizer type {d.get('type') if isinstance(d, dict) else d!r}: "
                              f"expected one of {sorted(kinds)} (import course_utils.wordpiece for WordPieceTokenizer)")
-        return kinds[d["type"]](d["tokens"], **{k: v for k, v in d.items() if k not in ("type", "tokens")})
+        cls, tokens = kinds[d["type"]], d.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            found = "no 'tokens' list" if tokens is None else f"a 'tokens' entry of type {type(tokens).__name__}"
+            raise ValueError(f"not a saved tokenizer: the dict has {found} ('tokens' must be a list of strings, as "
+                             "Tokenizer.to_dict() writes it)")
+        for option in (k for k in d if k not in ("type", "tokens", *cls._OPTIONS)):
+            others = [name for name, kind in sorted(kinds.items()) if option in kind._OPTIONS]
+            takes = f" ({' and '.join(others)} {'does' if len(others) == 1 else 'do'})" if others else ""
+            raise ValueError(f"{cls.__name__} takes no option {option!r}{takes}: remove it, or set 'type' to the "
+                             f"tokenizer the dict was saved from ({cls.__name__}'s: {list(cls._OPTIONS) or 'none'})")
+        return cls(tokens, **{k: v for k, v in d.items() if k not in ("type", "tokens")})
 
     def save(self, path: str | os.PathLike) -> None:
+        _not_a_folder(path, "a file name such as")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, ensure_ascii=False, indent=0)
 
     @staticmethod
     def load(path: str | os.PathLike) -> Tokenizer:
+        _not_a_folder(path, "the tokenizer file inside it, such as")
         d = read_json_file(path, "tokenizer file")
         try:
             return Tokenizer.from_dict(d)

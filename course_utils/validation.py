@@ -38,10 +38,15 @@ def check_optimizer(optimizer) -> None:
 
 
 def check_file_path(path, name: str = "checkpoint_path"):
-    """``path`` as a ``Path``; a directory is refused (a file name inside it is what was meant)."""
+    """``path`` as a ``Path``; refused: another type, a directory (a file inside was meant), a path through a file."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise TypeError(f"{name} must be a str or pathlib.Path, got {type(path).__name__} {path!r:.40}: pass a file "
+                        "name such as 'runs/last.pt'")
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{name} {path} is a directory: pass a file name like {path / 'last.pt'}")
+    if blocker := next((up for up in path.parents if up.exists() and not up.is_dir()), None):
+        raise ValueError(f"{blocker} is a file, not a folder: choose another {name} ({path} cannot be made)")
     return path
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from pathlib import Path
 
-from .tokenizers import Tokenizer, read_json_file
+from .tokenizers import Tokenizer, _not_a_folder, read_json_file
 
 CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -63,6 +63,7 @@ def split_punctuation(word: str) -> list[str]:
 
 def load_vocab(path: str | os.PathLike) -> list[str]:
     """The tokens of ``vocab.txt``, in id order (line n holds the token with id n)."""
+    _not_a_folder(path, "the vocabulary file inside it, such as", "vocab.txt")
     try:
         with open(path, encoding="utf-8") as f:  # universal newlines: \r\n and \r read as \n
             text = f.read().rstrip("\n")  # final newlines are not empty tokens

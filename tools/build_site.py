@@ -560,12 +560,15 @@ def write_root(out: Path, langs: list[str]) -> None:
 
 
 def share_base_jupyter() -> None:
-    """In build/site-env (a virtual environment that sees the base Python's packages), Jupyter looks for
-    nbconvert's templates under the environment only: add the base Python's share/jupyter too."""
+    """In build/site-env (a virtual environment that sees the course Python's packages: tools/child_env.py),
+    Jupyter looks for nbconvert's templates under the environment only: add the course Python's share/jupyter too
+    (that Python's prefix, recorded by child_env; a venv's, not its base's)."""
     import os
 
-    base = Path(sys.base_prefix) / "share" / "jupyter"
-    if sys.prefix != sys.base_prefix and base.is_dir():
+    record = Path(sys.prefix) / "course-parent.json"
+    parent = Path(json.loads(record.read_text(encoding="utf-8"))["prefix"]) if record.is_file() else None
+    base = (parent or Path(sys.base_prefix)) / "share" / "jupyter"
+    if sys.prefix != str(parent or sys.base_prefix) and base.is_dir():
         paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
         if str(base) not in paths:
             os.environ["JUPYTER_PATH"] = os.pathsep.join([*paths, str(base)])

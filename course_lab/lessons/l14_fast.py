@@ -126,6 +126,8 @@ def build_cost_widget(seq_len: int = 1024, d_model: int = 384, n_heads: int = 6,
     """Sliders for T, d_model, h, layers and the dtype → memory bars and the FLOP split."""
     import ipywidgets as widgets
 
+    if seq_len not in SEQ_LENS:  # the slider's own TraitError says only "Invalid selection: value not found"
+        raise ValueError(f"seq_len={seq_len!r} is not one of the slider's values {SEQ_LENS}: pick one of them")
     controls = {
         "seq_len": widgets.SelectionSlider(options=list(SEQ_LENS), value=seq_len, description="T",
                                            continuous_update=False),

@@ -94,17 +94,25 @@ def get_resource(name: str) -> Resource:
         raise ValueError(f"unknown dataset {name!r}: choose one of {', '.join(sorted(REGISTRY))}") from None
 
 
+def _expand(path: Path, what: str) -> Path:
+    try:  # pathlib says only "Could not determine home directory" for ~nosuchuser
+        return path.expanduser()
+    except RuntimeError:
+        raise ValueError(f"{what}: there is no user {path.parts[0][1:]!r} on this machine: give an absolute path (or "
+                         "~/... for your own home folder)") from None
+
+
 def data_dir(path: str | os.PathLike | None = None) -> Path:
     """The data folder: ``path``, else ``$COURSE_DATA_DIR`` (a relative one also from each parent folder, as
     notebooks run inside ``notebooks/en``), else ``$XDG_CACHE_HOME/transformers-course``; not created here."""
     if path is not None:
-        return Path(path).expanduser().absolute()
+        return _expand(Path(path), "data_dir").absolute()
     env = os.environ.get("COURSE_DATA_DIR", "").strip()
     if env:
-        chosen = Path(env).expanduser()
+        chosen = _expand(Path(env), f"COURSE_DATA_DIR={env!r}")
         if not chosen.is_absolute() and not chosen.exists():
             chosen = next((up / chosen for up in Path.cwd().parents if (up / chosen).exists()), chosen)
         return chosen.absolute()
     cache = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(cache).expanduser() if cache else Path.home() / ".cache"
+    base = _expand(Path(cache), f"XDG_CACHE_HOME={cache!r}") if cache else Path.home() / ".cache"
     return (base / "transformers-course").absolute()

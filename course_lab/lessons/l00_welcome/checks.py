@@ -13,6 +13,8 @@ from ...exercises import (
     fresh_generator,
     fresh_int,
     never_raises,
+    one_value_problem,
+    report,
     run_check,
     tracking_sizes,
 )
@@ -142,6 +144,8 @@ def check_attention_memory(fn: Callable[[int, int, int], int], lang: str | None 
         return fail("You ran an attention layer to measure it: compute the size from the shape (B, h, T, T) and "
                     "4 bytes per float32 number.",
                     "你运行了一个注意力层去测量：请直接由形状 (B, h, T, T) 和每个 float32 数占 4 字节算出来。", lang)
+    if (problem := one_value_problem(got, 2 * 4 * 16 * 4)) is not None:
+        return report(problem, "Not yet", "还不对", lang)
     if got == 2 * 4 * 16 * 4:
         return fail("That grows like T: the weights hold one number per (query, key) pair, T × T per head.",
                     "这是按 T 线性增长的：注意力权重对每一对（查询，键）存一个数，每个头是 T × T 个。", lang)

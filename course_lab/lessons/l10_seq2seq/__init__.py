@@ -66,7 +66,7 @@ def cross_attention_maps(model, number: int, src_tok, tgt_tok, output: str | Non
     tgt_in = torch.tensor([tgt_tok.encode(output, add_bos=True)], device=device)   # <bos> y
     with evaluating(model), record_attention(model):
         model(src, tgt_in)
-    weights = torch.stack([layer.cross_attn.last_weights[0] for layer in model.decoder.layers]).cpu()
+    weights = torch.stack([layer.cross_attn.last_weights[0] for layer in model.decoder.layers]).float().cpu()
     return {"weights": weights, "source": src_tok.tokenize(source_text(n)),
             "target": list(output) + ["<eos>"]}
 
@@ -144,14 +144,18 @@ def _parse_number(text: str, fallback: int) -> int:
     text = (text or "").strip().replace(",", "").replace("_", "").replace(" ", "")
     if not text:
         return fallback
-    if not text.isdigit():
-        raise ValueError(i18n.pick({"en": f"type a whole number such as 20305, not {text!r}",
-                                    "zh": f"请输入一个整数，例如 20305，而不是 {text!r}"}))
-    n = int(text)
-    if n > LARGEST_TEXT:
-        raise ValueError(i18n.pick({"en": f"{n:,} is too large: type at most {LARGEST_TEXT:,}",
-                                    "zh": f"{n:,} 太大了：最多输入 {LARGEST_TEXT:,}"}))
-    return n
+    # ASCII digits only: str.isdigit() also accepts "²" and "١٢٣", which int() then refuses or reads otherwise
+    if not (text.isascii() and text.isdecimal()):
+        shown = text if len(text) <= 20 else text[:17] + "..."
+        raise ValueError(i18n.pick({"en": f"type a whole number such as 20305, not {shown!r}",
+                                    "zh": f"请输入一个整数，例如 20305，而不是 {shown!r}"}))
+    # the length first: int() of more than 4,300 digits raises Python's own "Exceeds the limit" error
+    if len(text.lstrip("0")) > len(str(LARGEST_TEXT)) or int(text) > LARGEST_TEXT:
+        digits = len(text.lstrip("0"))
+        en, zh = (f"{int(text):,}",) * 2 if digits <= 20 else (f"a {digits:,}-digit number", f"{digits:,} 位的数")
+        raise ValueError(i18n.pick({"en": f"{en} is too large: type at most {LARGEST_TEXT:,}",
+                                    "zh": f"{zh} 太大了：最多输入 {LARGEST_TEXT:,}"}))
+    return int(text)
 
 
 def build_translation_widget(model, src_tok, tgt_tok, number: int = 45_678, beam_size: int = 4,
@@ -162,6 +166,12 @@ def build_translation_widget(model, src_tok, tgt_tok, number: int = 45_678, beam
 
     from ...widgets import LessonWidget, dropdown, slider
 
+    # max_len is this widget's name for decoding's max_new_tokens: say it in the widget's own words
+    table = getattr(model, "max_len", None)
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1 or (table and max_len > table):
+        most = f" and at most the model's max_len={table} (e.g. max_len={min(16, table)})" if table else ""
+        raise ValueError(f"max_len={max_len!r}: the most characters to generate must be a whole number, at least 1"
+                         f"{most}")
     n_layers = len(model.decoder.layers)
     n_heads = model.decoder.layers[0].cross_attn.n_heads
     layers = [(i18n.pick({"en": "mean of layers", "zh": "各层平均"}), -1)]
