@@ -9,26 +9,8 @@ import dataclasses
 
 from .validation import check_bool, check_int, check_positive, check_probability
 
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
-NORMS = ("layer", "rms")
-POSITIONS = ("sinusoidal", "learned", "rope")
-FFNS = ("mlp", "swiglu")
-
-
-def _check_choice(value: str, name: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
-    return value
-
-
-def check_activation(name: str) -> str:
-    return _check_choice(name, "activation", ACTIVATIONS)
-
-
-def check_norm_kind(kind: str) -> str:
-    if kind not in NORMS:
-        raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
-    return kind
+CHOICES = {"activation": ("relu", "gelu", "gelu_tanh"), "norm": ("layer", "rms"),
+           "positions": ("sinusoidal", "learned", "rope"), "ffn": ("mlp", "swiglu")}
 
 
 def check_pad_id(pad_id, vocab_size: int) -> int:
@@ -65,24 +47,19 @@ class LayerConfig:
         for name in ("dropout", "attn_dropout", "ffn_dropout"):
             if getattr(self, name) is not None:
                 check_probability(getattr(self, name), name)
-        check_activation(self.activation)
-        check_norm_kind(self.norm)
+        for name, choices in CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {sorted(choices)}, got {getattr(self, name)!r}")
         check_bool(self.norm_first, "norm_first")
         check_bool(self.bias, "bias")
         check_positive(self.eps, "eps")
-        _check_choice(self.positions, "positions", POSITIONS)
         check_positive(self.rope_base, "rope_base")
-        _check_choice(self.ffn, "ffn", FFNS)
         if self.n_kv_heads is not None:
             check_int(self.n_kv_heads, "n_kv_heads")
 
     @property
-    def p_attn(self) -> float:
+    def p_attn(self) -> float:  # the dropout on the attention weights
         return self.dropout if self.attn_dropout is None else self.attn_dropout
-
-    @property
-    def p_ffn(self) -> float:
-        return self.dropout if self.ffn_dropout is None else self.ffn_dropout
 
     @classmethod
     def merge(cls, given: dict, config: LayerConfig | None = None, **recipe) -> LayerConfig:

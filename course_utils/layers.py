@@ -38,7 +38,7 @@ class PositionwiseFeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model, bias=c.bias)  # W_2 (down)
         if c.ffn == "swiglu":
             self.linear3 = nn.Linear(d_model, d_ff, bias=c.bias)  # W_3 (up)
-        self.dropout = nn.Dropout(c.p_ffn)
+        self.dropout = nn.Dropout(c.dropout if c.ffn_dropout is None else c.ffn_dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_vectors(x, "x", self.linear1.in_features)  # (…, C)

@@ -98,26 +98,18 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
 
 
 def current_name(key: str, model: torch.nn.Module) -> str:
-    """``key`` of a state dict saved before issue 34 under today's name: ``….res2.…`` -> ``….ffn_residual.…`` (or
-    ``cross_attn_residual`` in a decoder layer), ``generator.`` / MaskedLM's ``decoder.`` -> ``lm_head.``, ``head.``
-    -> ``classifier.``; today's names pass unchanged."""
-    old = re.fullmatch(r"(.*)\.res(\d)\.(.*)", key)
-    if old:
-        kind = type(model.get_submodule(old[1])).__name__
-        return f"{old[1]}.{_RESIDUALS[kind][int(old[2]) - 1]}_residual.{old[3]}"
+    """A state-dict ``key`` saved before issue 34 under today's name (``res2`` -> ``ffn_residual`` or, in a decoder
+    layer, ``cross_attn_residual``; ``generator``/MaskedLM's ``decoder`` -> ``lm_head``; ``head`` -> ``classifier``)."""
+    if old := re.fullmatch(r"(.*)\.res(\d)\.(.*)", key):
+        return f"{old[1]}.{_RESIDUALS[type(model.get_submodule(old[1])).__name__][int(old[2]) - 1]}_residual.{old[3]}"
     head, _, rest = key.partition(".")
-    if head in _OLD_HEADS and rest in ("weight", "bias") and not hasattr(model, head):
-        return f"{_OLD_HEADS[head]}.{rest}"
-    return key
+    return f"{_OLD_HEADS[head]}.{rest}" if head in _OLD_HEADS and not hasattr(model, head) else key
 
 
 def load_weights(model: torch.nn.Module, path: str | os.PathLike) -> torch.nn.Module:
-    """Load a safetensors file into ``model`` strictly, old names mapped (``current_name``); a tied weight is stored
-    once, so a missing key is accepted only if it shares its tensor with a loaded one."""
-    state = {current_name(k, model): v for k, v in load_file(str(path)).items()}
-    result = model.load_state_dict(state, strict=False)
-    ours = model.state_dict()
-    loaded = {ours[k].data_ptr() for k in state if k in ours}
+    """Load safetensors strictly, old names mapped; a tied weight is stored once (missing: shares a loaded tensor)."""
+    state, ours = {current_name(k, model): v for k, v in load_file(str(path)).items()}, model.state_dict()
+    result, loaded = model.load_state_dict(state, strict=False), {ours[k].data_ptr() for k in state if k in ours}
     missing = [k for k in result.missing_keys if ours[k].data_ptr() not in loaded]
     if missing or result.unexpected_keys:
         raise ValueError(f"{path} does not fit this model: missing {missing}, unexpected {result.unexpected_keys}")
