@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from .layers import DecoderLayer, EncoderLayer
-from .models import Decoder, Encoder
+from .models import Decoder, SelfAttentionStack
 from .multihead import MultiHeadAttention
 from .norm import LayerNorm
 
@@ -58,7 +58,7 @@ def _stack_pairs(ours: nn.Module, theirs: nn.TransformerEncoder | nn.Transformer
 _MAPPINGS = {nn.MultiheadAttention: (MultiHeadAttention, _mha_pairs), nn.LayerNorm: (LayerNorm, _norm_pairs),
              nn.TransformerEncoderLayer: (EncoderLayer, _layer_pairs),
              nn.TransformerDecoderLayer: (DecoderLayer, _layer_pairs),
-             nn.TransformerEncoder: (Encoder, _stack_pairs), nn.TransformerDecoder: (Decoder, _stack_pairs)}
+             nn.TransformerEncoder: (SelfAttentionStack, _stack_pairs), nn.TransformerDecoder: (Decoder, _stack_pairs)}
 
 
 def _pairs(ours: nn.Module, theirs: nn.Module) -> Pairs:

@@ -69,7 +69,7 @@ class _Positions(nn.Module):
     """What every position scheme does: embedding dropout and the model's one length check (``offset`` + T ≤
     ``max_len``; ``offset`` shifts positions in KV-cache decoding)."""
 
-    def __init__(self, d_model: int, max_len: int, dropout: float):
+    def __init__(self, d_model: int, *, max_len: int = 512, dropout: float = LayerConfig.dropout):
         super().__init__()
         self.d_model, self.max_len = check_int(d_model, "d_model"), check_int(max_len, "max_len")
         self.dropout = nn.Dropout(check_probability(dropout))
@@ -91,7 +91,7 @@ class SinusoidalPositionalEncoding(_Positions):
 
     def __init__(self, d_model: int, *, max_len: int = 5000, dropout: float = LayerConfig.dropout,
                  base: float = 10000.0):
-        super().__init__(d_model, max_len, dropout)
+        super().__init__(d_model, max_len=max_len, dropout=dropout)
         # A buffer, not a parameter: it moves with .to(device) but is never trained (nor saved: it is a formula).
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
 
@@ -104,7 +104,7 @@ class LearnedPositionalEmbedding(_Positions):
     """A trained table P ∈ ℝ^{max_len×d_model} (BERT, GPT-2): x + P[pos]."""
 
     def __init__(self, d_model: int, *, max_len: int = 512, dropout: float = LayerConfig.dropout):
-        super().__init__(d_model, max_len, dropout)
+        super().__init__(d_model, max_len=max_len, dropout=dropout)
         self.embedding = nn.Embedding(max_len, d_model)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -115,9 +115,6 @@ class LearnedPositionalEmbedding(_Positions):
 
 class RotaryPositions(_Positions):
     """``positions="rope"``: nothing is added to the input (attention rotates q and k); dropout and the length check."""
-
-    def __init__(self, d_model: int, *, max_len: int = 512, dropout: float = LayerConfig.dropout):
-        super().__init__(d_model, max_len, dropout)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         self.check_input(x, offset, x)
