@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from .layers import DecoderLayer, EncoderLayer
-from .models import Decoder, Encoder
+from .models import Decoder, SelfAttentionStack
 from .multihead import MultiHeadAttention
 from .norm import LayerNorm
 
@@ -31,16 +31,17 @@ def _norm_pairs(ours: LayerNorm, theirs: nn.LayerNorm) -> Pairs:
 
 def _layer_pairs(ours: nn.Module, theirs: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> Pairs:
     """Encoder layer: self_attn, linear1/2, norm1/2; a decoder layer adds multihead_attn (our cross_attn), norm3."""
-    if ours.res1.norm_first != theirs.norm_first:
-        raise ValueError(f"norm_first differs (ours {ours.res1.norm_first}, torch {theirs.norm_first})")
+    if ours.self_attn_residual.norm_first != theirs.norm_first:
+        raise ValueError(f"norm_first differs (ours {ours.self_attn_residual.norm_first}, torch {theirs.norm_first})")
     decoder = isinstance(theirs, nn.TransformerDecoderLayer)
     pairs = _mha_pairs(ours.self_attn, theirs.self_attn)
     if decoder:
         pairs += _mha_pairs(ours.cross_attn, theirs.multihead_attn)
     pairs += [(getattr(getattr(ours.ffn, lin), kind), getattr(getattr(theirs, lin), kind), f"{lin}.{kind}")
               for lin in ("linear1", "linear2") for kind in ("weight", "bias")]
-    for i in range(1, 4 if decoder else 3):
-        pairs += _pairs(getattr(ours, f"res{i}").norm, getattr(theirs, f"norm{i}"))  # refuses an RMSNorm
+    residuals = ("self_attn", "cross_attn", "ffn") if decoder else ("self_attn", "ffn")  # torch's norm1, norm2, norm3
+    for i, sublayer in enumerate(residuals, 1):
+        pairs += _pairs(getattr(ours, f"{sublayer}_residual").norm, getattr(theirs, f"norm{i}"))  # refuses an RMSNorm
     return pairs
 
 
@@ -57,7 +58,7 @@ def _stack_pairs(ours: nn.Module, theirs: nn.TransformerEncoder | nn.Transformer
 _MAPPINGS = {nn.MultiheadAttention: (MultiHeadAttention, _mha_pairs), nn.LayerNorm: (LayerNorm, _norm_pairs),
              nn.TransformerEncoderLayer: (EncoderLayer, _layer_pairs),
              nn.TransformerDecoderLayer: (DecoderLayer, _layer_pairs),
-             nn.TransformerEncoder: (Encoder, _stack_pairs), nn.TransformerDecoder: (Decoder, _stack_pairs)}
+             nn.TransformerEncoder: (SelfAttentionStack, _stack_pairs), nn.TransformerDecoder: (Decoder, _stack_pairs)}
 
 
 def _pairs(ours: nn.Module, theirs: nn.Module) -> Pairs:

@@ -39,7 +39,7 @@ def test_encoder_classifier_pools_with_the_shared_masked_mean():
     ids = torch.randint(1, 30, (2, 7))
     ids[1, 4:] = 0
     h = model.encoder(model.pos(model.embed(ids)), (ids != 0)[:, None, None, :])
-    torch.testing.assert_close(model(ids), model.head(masked_mean(h, ids != 0)))
+    torch.testing.assert_close(model(ids), model.classifier(masked_mean(h, ids != 0)))
     torch.testing.assert_close(model(ids[1:, :4]), model(ids)[1:], atol=1e-5, rtol=1e-5)   # padding-independent
 
 
@@ -112,3 +112,18 @@ def test_a_module_of_the_wrong_kind_is_refused():
         interop.load_decoder_from_torch(Encoder(2, 16, 4, 32), torch_stack)
     with pytest.raises(TypeError, match="nn.Transformer maps onto a course_utils Transformer, got Encoder"):
         interop.load_transformer_from_torch(Encoder(2, 16, 4, 32), nn.Transformer(16, 4, 1, 1, 32, batch_first=True))
+
+
+def test_gpt_blocks_load_from_a_torch_encoder():
+    """GPT.blocks is a SelfAttentionStack (not an Encoder by name) and still takes nn.TransformerEncoder's weights."""
+    from course_utils import GPT
+
+    torch.manual_seed(0)
+    probe = GPT(20, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=8, dropout=0.0).eval()
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True, norm_first=True)
+    torch_blocks = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(16), enable_nested_tensor=False).eval()
+    interop.load_encoder_from_torch(probe.blocks, torch_blocks)
+    h = torch.randn(2, 8, 16)
+    causal = nn.Transformer.generate_square_subsequent_mask(8)
+    torch.testing.assert_close(probe.blocks(h, is_causal=True), torch_blocks(h, mask=causal, is_causal=True),
+                               atol=1e-5, rtol=1e-5)
