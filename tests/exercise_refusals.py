@@ -24,7 +24,9 @@ BULLETS = ("another route to the layer", "state_dict / _parameters", "list compr
            "logsumexp", "dummy backward + closed form", "patience against the previous loss", "85/7.5/7.5 split",
            "selection ignoring p", "unused generator", "dense d x d rotation", "table of the check's inputs",
            "global h instead of n_heads", "hard-coded pad id", "ignored generator argument", "in-place change",
-           "gradient test skipped without grad", "another alias of the library function")
+           "gradient test skipped without grad", "another alias of the library function",
+           "LoRA B initialised non-zero", "LoRA base not frozen", "LoRA scale r / alpha", "LoRA A and B both zero",
+           "merge changes the given layer")
 
 _MHA = course_utils.MultiHeadAttention(8, 2)
 _LAYER = course_utils.DecoderLayer(8, 4, 16, bias=False, norm="rms")
@@ -246,6 +248,42 @@ def _whole_word_global_rng(ids, p, space_id, special_ids, generator):
     return in_word & chosen.gather(1, word)
 
 
+# --- lesson 17: LoRA layers with the classic bugs; a merge that changes its input -------------------------------
+
+class _LoRABase(torch.nn.Module):
+    def __init__(self, base, r, alpha, b_init=torch.zeros, a_scale=1.0, freeze=True, scale=None):
+        super().__init__()
+        self.base = base.requires_grad_(not freeze)
+        self.scale = alpha / r if scale is None else scale(r, alpha)
+        self.A = torch.nn.Parameter(a_scale * torch.randn(r, base.in_features) / base.in_features ** 0.5)
+        self.B = torch.nn.Parameter(b_init(base.out_features, r))
+
+    def forward(self, x):
+        return self.base(x) + self.scale * (x @ self.A.T) @ self.B.T
+
+
+def _lora_b_random(base, r, alpha):
+    return _LoRABase(base, r, alpha, b_init=lambda o, r: 0.01 * torch.randn(o, r))
+
+
+def _lora_unfrozen(base, r, alpha):
+    return _LoRABase(base, r, alpha, freeze=False)
+
+
+def _lora_r_over_alpha(base, r, alpha):
+    return _LoRABase(base, r, alpha, scale=lambda r, alpha: r / alpha)
+
+
+def _lora_both_zero(base, r, alpha):
+    return _LoRABase(base, r, alpha, a_scale=0.0)
+
+
+def _merge_in_place(layer):
+    with torch.no_grad():
+        layer.base.weight += layer.scale * layer.lora_B @ layer.lora_A
+    return layer.base
+
+
 # --- lesson 13: a detached loss ------------------------------------------------------------------------------------
 
 def _symmetric_detached(a, b, scale):
@@ -327,6 +365,13 @@ REFUSALS = {
     },
     "l13_pretrained": {
         "check_symmetric_loss": (("gradient test skipped without grad", _symmetric_detached, "gradient"),),
+    },
+    "l17_fine_tuning": {
+        "check_lora_layer": (("LoRA B initialised non-zero", _lora_b_random, "B does not start at zero"),
+                             ("LoRA base not frozen", _lora_unfrozen, "freeze it"),
+                             ("LoRA scale r / alpha", _lora_r_over_alpha, "not r / α"),
+                             ("LoRA A and B both zero", _lora_both_zero, "A is zero too")),
+        "check_merge": (("merge changes the given layer", _merge_in_place, "changed the LoRA layer"),),
     },
 }
 

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "course_models"
-LESSONS = {"sst2_classifier": "09", "translator_en_zh": "10", "gpt_shakespeare": "11", "mlm_shakespeare": "12"}
+LESSONS = {"sst2_classifier": "09", "translator_en_zh": "10", "gpt_shakespeare": "11", "mlm_shakespeare": "12",
+           "minilm_sst2_full": "17", "minilm_sst2_lora": "17"}
 HEADERS = {"en": "| model | lesson | held-out result (manifest) | baseline, same data | made by | on |",
            "zh": "| 模型 | 课 | 留出数据上的结果（清单文件） | 同一数据上的基线 | 训练命令 | 训练环境 |"}
 
@@ -27,6 +28,14 @@ TEMPLATES = {  # kind -> (result, baseline) in each language, filled from the ma
                            "最近邻 {lookup_bleu:.1f}")},
     "masked_lm": {"en": ("masked-character accuracy {masked_accuracy:.1%}", "context table: computed in lesson 12"),
                   "zh": ("被遮字符准确率 {masked_accuracy:.1%}", "上下文计数表：见第 12 课")},
+    "minilm_classifier": {"en": ("dev accuracy {dev_accuracy:.1%}, test {test_accuracy:.1%}",
+                                 "linear probe and LoRA: lesson 17"),
+                          "zh": ("开发集准确率 {dev_accuracy:.1%}，测试集 {test_accuracy:.1%}",
+                                 "线性探测和 LoRA：见第 17 课")},
+    "minilm_lora": {"en": ("dev accuracy {dev_accuracy:.1%}, test {test_accuracy:.1%}",
+                           "linear probe and full fine-tuning: lesson 17"),
+                    "zh": ("开发集准确率 {dev_accuracy:.1%}，测试集 {test_accuracy:.1%}",
+                           "线性探测和全参数微调：见第 17 课")},
     "encoder_classifier": {"en": ("dev accuracy {dev_accuracy:.1%}", "bag-of-words logistic regression: lesson 09"),
                            "zh": ("开发集准确率 {dev_accuracy:.1%}", "词袋逻辑回归：见第 09 课")},
 }

