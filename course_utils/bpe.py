@@ -16,6 +16,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import zip_longest
 
 from .tokenizers import _CJK, SPECIAL_TOKENS, Tokenizer
 from .validation import check_int
@@ -74,8 +75,9 @@ def train_merges(counts: dict[str, int], n_merges: int, min_frequency: int = 2,
 
     Ties (equal counts) go to the pair with the smallest ``(left, right)`` ids, the 256 bytes in byte order
     (``ties="bytes"``) or in the order of their printed characters (``ties="chars"``, as Hugging Face's trainer,
-    whose alphabet is sorted by character: ``g`` (U+0067) before ``Ġ`` (U+0120), the space). Pair counts are updated only in
-    the chunks that contain the merged pair (``where``), and a heap finds the best pair: seconds, not hours."""
+    whose alphabet is sorted by character: ``g`` (U+0067) before ``Ġ`` (U+0120), the space). Pair counts are
+    updated only in the chunks that contain the merged pair (``where``), and a heap finds the best pair: seconds,
+    not hours."""
     check_int(n_merges, "n_merges", 0)
     check_int(min_frequency, "min_frequency", 1)
     if ties not in ("bytes", "chars"):
@@ -155,6 +157,16 @@ def _merge(ids: list[int], pair: tuple[int, int], new: int, delta: Counter | Non
     return out
 
 
+def _check_merges(merges) -> list[tuple[str, str]]:
+    if isinstance(merges, str) or not isinstance(merges, Iterable):
+        raise TypeError(f"merges must be a list of [left, right] token pairs, got {type(merges).__name__}")
+    merges = [tuple(m) if isinstance(m, (list, tuple)) else m for m in merges]
+    if bad := [m for m in merges if not (isinstance(m, tuple) and len(m) == 2
+                                         and all(isinstance(s, str) for s in m))][:1]:
+        raise TypeError(f"each merge must be a pair of token strings [left, right], got {bad[0]!r:.60}")
+    return merges
+
+
 class BPETokenizer(Tokenizer):
     """Byte-level BPE with the course's tokenizer protocol (``encode``, ``decode``, ``encode_batch``, ``save`` /
     ``load``, course-model manifests). ``BPETokenizer.from_texts(texts, vocab_size=1000)`` trains one;
@@ -164,15 +176,10 @@ class BPETokenizer(Tokenizer):
 
     def __init__(self, tokens: Iterable[str], merges: Sequence[Sequence[str]]):
         super().__init__(tokens)
-        if isinstance(merges, str) or not isinstance(merges, Iterable):
-            raise TypeError(f"merges must be a list of [left, right] token pairs, got {type(merges).__name__}")
-        merges = [tuple(m) if isinstance(m, (list, tuple)) else m for m in merges]
-        if bad := [m for m in merges if not (isinstance(m, tuple) and len(m) == 2
-                                             and all(isinstance(s, str) for s in m))][:1]:
-            raise TypeError(f"each merge must be a pair of token strings [left, right], got {bad[0]!r:.60}")
+        merges = _check_merges(merges)
         expected = [*SPECIAL_TOKENS, *BYTE_CHARS, *(a + b for a, b in merges)]
         if self.itos != expected:
-            first = next(i for i, (x, y) in enumerate(zip(self.itos + [None] * len(expected), expected)) if x != y)
+            first = next(i for i, (x, y) in enumerate(zip_longest(self.itos, expected)) if x != y)
             raise ValueError(f"tokens and merges disagree at id {first}: a BPE vocabulary is the 5 special tokens, "
                              "the 256 byte characters in byte order, then left+right of each merge in order; "
                              "build it with BPETokenizer.from_texts or from_merges")
@@ -183,8 +190,8 @@ class BPETokenizer(Tokenizer):
     @classmethod
     def from_merges(cls, merges: Sequence[Sequence[str]]) -> BPETokenizer:
         """The tokenizer that applies these merges (pairs of token strings, in the order they were learnt)."""
-        merges = list(merges)
-        return cls([*SPECIAL_TOKENS, *BYTE_CHARS, *("".join(m) for m in merges)], merges)
+        merges = _check_merges(merges)
+        return cls([*SPECIAL_TOKENS, *BYTE_CHARS, *(a + b for a, b in merges)], merges)
 
     @classmethod
     def from_texts(cls, texts: str | Iterable[str], vocab_size: int, *, min_frequency: int = 2,
