@@ -2,6 +2,7 @@
 
 * :data:`DEMO` (EN / ZH sentence pairs), :func:`readable` (a token's bytes as text, a cut character as ``<e4>``),
   :func:`token_costs` (tokens per sentence of a list of texts under a tokenizer or a splitting function);
+* :func:`hf_bpe`: the reference, Hugging Face ``tokenizers``' byte-level BPE trainer (optional package);
 * :func:`load_bpe_vs_char` (``course_lab/assets/results/cpu/bpe_vs_char.json``, written by
   ``benchmarks/train_bpe_vs_char.py``);
 * :func:`build_merge_widget` (step through the merges on a sentence), :func:`build_cost_widget` (tokens per sentence
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 
 from course_utils.bpe import BPETokenizer
+from course_utils.tokenizers import SPECIAL_TOKENS
 
 from ... import i18n
 from ...assets import asset
@@ -55,8 +57,29 @@ def load_bpe_vs_char() -> dict:
         return json.load(f)
 
 
+def hf_bpe(texts, vocab_size: int, *, gpt2_split: bool = False):
+    """Hugging Face ``tokenizers``' byte-level BPE trainer (the reference implementation), with the course's special
+    tokens and the 256-byte alphabet: ``(tokenizer, merges)``, or ``None`` when ``tokenizers`` is not installed.
+    ``gpt2_split=False``: no split of its own (pass our chunks as the texts); True: its GPT-2 regex."""
+    try:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    except ImportError:
+        return None
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=gpt2_split)
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    hf.train_from_iterator(texts, trainer)
+    return hf, [tuple(m) for m in json.loads(hf.to_str())["model"]["merges"]]
+
+
 def _draw_tokens(ax, rows: list[tuple[str, list[str]]]) -> None:
     """One line of coloured boxes per sentence, a box per token."""
+    from ...fonts import find_cjk_font
+
+    cjk = find_cjk_font()  # token boxes show Chinese in the English notebook too
     ax.set_axis_off()
     ax.set_xlim(0, 1)
     ax.set_ylim(-len(rows), 0.6)
@@ -64,18 +87,20 @@ def _draw_tokens(ax, rows: list[tuple[str, list[str]]]) -> None:
         ax.text(0, -r + 0.25, label, fontsize=10, color="#555")
         x = 0.0
         for k, piece in enumerate(pieces):
-            shown = piece.replace(" ", "␣").replace("\n", "↵") or "∅"
+            shown = piece.replace(" ", "·").replace("\n", "\\n") or "-"
             width = 0.012 + 0.0125 * sum(2 if ord(c) > 0x2E80 else 1 for c in shown)
             if x + width > 1:
                 break
             ax.text(x, -r - 0.25, shown, fontsize=11, family="monospace" if all(ord(c) < 128 for c in shown)
-                    else None, bbox=dict(boxstyle="round,pad=0.2", fc=COLORS[k % len(COLORS)], ec="#999"))
+                    else cjk, bbox=dict(boxstyle="round,pad=0.2", fc=COLORS[k % len(COLORS)], ec="#999"))
             x += width + 0.006
 
 
 def build_merge_widget(tok: BPETokenizer, sentences=None, n_merges: int = 0) -> LessonWidget:
     """A slider over the number of merges applied: the sentences' tokens and their count, and the last merge."""
     import matplotlib.pyplot as plt
+
+    from ...fonts import find_cjk_font
 
     if not isinstance(tok, BPETokenizer):
         raise TypeError(f"build_merge_widget needs a BPETokenizer, got {type(tok).__name__}")
@@ -95,7 +120,8 @@ def build_merge_widget(tok: BPETokenizer, sentences=None, n_merges: int = 0) -> 
         last = "–" if not n_merges else " + ".join(readable(bytes(sub.token_bytes(sub.stoi[t])))
                                                    for t in tok.merges[n_merges - 1])
         ax.set_title(i18n.pick({"en": f"{n_merges} merges; the last one: {last}",
-                                "zh": f"已做 {n_merges} 次合并；最后一次：{last}"}), fontsize=12)
+                                "zh": f"已做 {n_merges} 次合并；最后一次：{last}"}), fontsize=12,
+                     family=None if last.isascii() else find_cjk_font())
         return fig, {"n_merges": n_merges, "tokens": counts, "last_merge": last}
 
     controls = {"n_merges": slider("n_merges", 0, len(tok.merges), 1, int(n_merges),
