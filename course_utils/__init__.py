@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "attention", "multihead", "kv_cache", "sampling", "masks", "positional", "norm", "layers", "models", "interop",
     "losses", "decoding", "train", "schedules", "checkpoint", "data", "tokenizers", "validation", "pretrained",
-    "wordpiece", "mlm", "lm_data", "speed", "budget", "modes",
+    "wordpiece", "bpe", "mlm", "lm_data", "speed", "budget", "modes",
 }
 
 __all__ = [

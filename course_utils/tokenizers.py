@@ -3,6 +3,7 @@ start with ``<pad>`` 0 (so ``torch.zeros`` is all padding), ``<unk>`` 1, ``<bos>
 
 from __future__ import annotations
 
+import importlib
 import json
 import numbers
 import os
@@ -79,7 +80,8 @@ class Tokenizer:
     special_ids = frozenset(range(len(SPECIAL_TOKENS)))
     default_max_len: int | None = None  # encode's max_len when none is given (WordPiece: the model's length)
     _OPTIONS: tuple[str, ...] = ()  # constructor options that save() stores besides the tokens
-    _KINDS: dict[str, type] = {}  # every subclass by name, for from_dict (wordpiece.py registers itself)
+    _KINDS: dict[str, type] = {}  # every subclass by name, for from_dict (each registers itself when imported)
+    _MODULES = {"WordPieceTokenizer": "wordpiece", "BPETokenizer": "bpe"}  # imported by from_dict when needed
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -194,9 +196,11 @@ class Tokenizer:
     @staticmethod
     def from_dict(d: dict) -> Tokenizer:
         kinds = Tokenizer._KINDS
+        if isinstance(d, dict) and d.get("type") in Tokenizer._MODULES and d["type"] not in kinds:
+            importlib.import_module(f".{Tokenizer._MODULES[d['type']]}", __package__)  # registers the class
         if not isinstance(d, dict) or d.get("type") not in kinds:
             raise ValueError(f"unknown tokenizer type {d.get('type') if isinstance(d, dict) else d!r}: "
-                             f"expected one of {sorted(kinds)} (import course_utils.wordpiece for WordPieceTokenizer)")
+                             f"expected one of {sorted(set(kinds) | set(Tokenizer._MODULES))}")
         cls, tokens = kinds[d["type"]], d.get("tokens")
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             found = "no 'tokens' list" if tokens is None else f"a 'tokens' entry of type {type(tokens).__name__}"

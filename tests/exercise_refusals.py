@@ -11,12 +11,30 @@ from __future__ import annotations
 import exercise_answers_00_07 as a07
 import exercise_answers_04 as a04
 import exercise_answers_05 as a05
+import exercise_answers_15 as a15
 import torch
 import torch.nn.functional as F
 
 import course_utils
 import course_utils.multihead
 import course_utils.speed
+
+
+def _best_pair_by_chunk_counts(table):          # lesson 15: the library counts the chunks' pairs for it
+    from course_utils.bpe import chunk_counts, train_merges
+
+    text = "".join(bytes(c).decode("utf-8") * n for c, n in table.items())
+    return train_merges(chunk_counts(text), 1, min_frequency=1)[0]
+
+
+def _stream_by_join(ids, tok):                   # lesson 15: the tokenizer's own join, on the whole prefix
+    out, shown = [], ""
+    for k in range(1, len(ids) + 1):
+        text = tok._join(tok.ids_to_tokens(ids[:k])).rstrip("\ufffd")
+        out.append(text[len(shown):])
+        shown = text
+    return out
+
 
 # The items of issue 21 §2, in its words (each must be reproduced at least once below).
 BULLETS = ("another route to the layer", "state_dict / _parameters", "list comprehension", "loop over unbind",
@@ -372,6 +390,12 @@ REFUSALS = {
                              ("LoRA scale r / alpha", _lora_r_over_alpha, "not r / α"),
                              ("LoRA A and B both zero", _lora_both_zero, "A is zero too")),
         "check_merge": (("merge changes the given layer", _merge_in_place, "changed the LoRA layer"),),
+    },
+    "l15_bpe": {
+        "check_best_pair": (("another alias of the library function", _best_pair_by_chunk_counts, "the course's BPE"),),
+        "check_encode_chunk": (("another alias of the library function", a15._encode_by_tokenizer,
+                                "the course's BPE"),),
+        "check_stream_decode": (("another alias of the library function", _stream_by_join, "O(n²)"),),
     },
 }
 

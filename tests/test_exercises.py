@@ -201,7 +201,7 @@ def test_run_check_names_the_input_in_the_given_language(capsys):
 # done: then its stubs, crashes and nonsense answers are covered here in both languages.
 FINISHED = ("l00_welcome", "l01_tokens", "l02_positional", "l03_attention", "l04_multihead", "l05_masking",
             "l06_ffn_norm", "l07_encoder_decoder", "l08_output_loss", "l09_classifier", "l10_seq2seq", "l11_gpt",
-            "l12_masked_lm", "l13_pretrained", "l14_fast")
+            "l12_masked_lm", "l13_pretrained", "l14_fast", "l15_bpe")
 
 
 def _own(fn, module) -> bool:

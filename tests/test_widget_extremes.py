@@ -74,6 +74,25 @@ def _heads():
     return (torch.randn(1, 6, 16, generator=g), list("abcdef"), torch.randn(48, 16, generator=g)), {}
 
 
+def _bpe_tokenizers():
+    from course_lab.lessons.l15_bpe import DEMO
+    from course_utils.bpe import BPETokenizer
+
+    texts = {"en": [p[0] for p in DEMO] * 3, "zh": [p[1] for p in DEMO] * 3}
+    texts["both"] = texts["en"] + texts["zh"]
+    return {k: BPETokenizer.from_texts(v, 290, min_frequency=1) for k, v in texts.items()}, DEMO
+
+
+def _bpe_merge():
+    tokenizers, demo = _bpe_tokenizers()
+    return (tokenizers["both"], [s for pair in demo for s in pair]), {}
+
+
+def _bpe_cost():
+    tokenizers, demo = _bpe_tokenizers()
+    return (tokenizers, demo), {}
+
+
 # "module.builder" -> () -> (args, kwargs): tiny untrained models, enough for the widgets' logic.
 ARGUMENTS = {
     "l04_multihead.build_heads_widget": _heads,
@@ -81,6 +100,8 @@ ARGUMENTS = {
     "l11_gpt.build_sampling_widget": _sampling,
     "l12_masked_lm.build_fill_mask_widget": _fill_mask,
     "l13_pretrained.build_similarity_widget": _similarity,
+    "l15_bpe.build_merge_widget": _bpe_merge,
+    "l15_bpe.build_cost_widget": _bpe_cost,
 }
 
 
