@@ -50,8 +50,8 @@ def _rope_targets() -> list:
     targets = []
     for module_name, names in (("transformers.models.llama.modeling_llama",
                                 ("apply_rotary_pos_emb", "rotate_half", "LlamaRotaryEmbedding")),
-                               ("course_utils.positional", ("rope_rotate", "apply_rope", "rope_cos_sin")),
-                               ("course_utils.rope", ("rope_rotate", "apply_rope", "rope_cos_sin"))):
+                               ("course_utils.positional", ("rope_rotate", "rotate_half")),
+                               ("course_utils.rope", ("rope_rotate", "rotate_half"))):
         try:
             module = importlib.import_module(module_name)
         except ImportError:
