@@ -109,6 +109,7 @@ def nll_sliding(model, ids: torch.Tensor, length: int, context: int, score_from:
 def run(name: str, switches: dict, d_ff: int, seed: int, data, args) -> dict:
     train_ids, val_ids, vocab = data
     T = args.context
+    print(f"{time.strftime('%H:%M:%S')} training {name}, seed {seed}", file=sys.stderr, flush=True)
     seed_everything(seed)
     rope = switches["positions"] == "rope"
     model = build(name, switches, vocab, args, d_ff, max_len=4 * T if rope else T)
@@ -119,14 +120,16 @@ def run(name: str, switches: dict, d_ff: int, seed: int, data, args) -> dict:
         return F.cross_entropy(model(x).flatten(0, 1), y.flatten())
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99))
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     history = fit(model, get_batch, lm_loss, steps=args.steps, optimizer=optimizer,
                   schedule=cosine_schedule(args.steps, args.steps // 10), clip_grad=1.0, amp="off",
                   device=args.device, seed=seed, progress=False)
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     model = model.cpu().eval()
     ev = val_ids[: args.eval_chars + 1]
     row = {"model": name, "seed": seed, "d_ff": d_ff, "params": count(model), "train_seconds": round(seconds, 1),
+           "train_cpu_seconds": round(cpu_seconds, 1),
            "train_loss_last_50": round(statistics.fmean(history.loss[-50:]), 4),
            "val_nll_T": round(nll_windows(model, ev, T, 0), 4)}
     for mult in (2, 4):
@@ -167,6 +170,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--note", default="", help="recorded in the JSON (e.g. what else ran on the machine)")
     parser.add_argument("--json", default=str(OUT), help=f"where to write the results (default {OUT})")
     args = parser.parse_args(argv)
     if args.threads:
@@ -195,7 +199,7 @@ def main(argv=None) -> int:
     result = {
         "command": "python " + " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
         "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
-        "device": args.device, "threads": torch.get_num_threads(), "load_average_1min": load,
+        "device": args.device, "threads": torch.get_num_threads(), "note": args.note, "load_average_1min": load,
         "minutes": round((time.time() - started) / 60, 1),
         "data": "tiny-shakespeare" if text.source.kind != "sample" else "bundled sample (not tiny-shakespeare)",
         "seeds": args.seeds, "steps": args.steps, "context": args.context, "batch_size": args.batch_size,

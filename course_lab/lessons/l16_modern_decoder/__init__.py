@@ -14,6 +14,7 @@ this module holds what would distract from them:
 from __future__ import annotations
 
 import json
+import shlex
 
 import numpy as np
 import torch
@@ -166,3 +167,53 @@ def load_comparison(path=None) -> dict | None:
             return json.load(f)
     except FileNotFoundError:
         return None
+
+
+MODEL_NAMES = {"gpt": {"en": "GPT (lesson 11)", "zh": "GPT（第 11 课）"},
+               "gpt_rope": {"en": "GPT + RoPE", "zh": "GPT + RoPE"},
+               "llama": {"en": "Llama block", "zh": "Llama 块"}}
+
+
+def _cell(stats: dict | None) -> str:
+    """mean ± half the range over the seeds (a spread, not a confidence interval), or a dash where the model
+    cannot run."""
+    if not stats:
+        return "—"
+    if stats["n"] == 1:
+        return f"{stats['mean']:.3f}"
+    return f"{stats['mean']:.3f}±{(stats['max'] - stats['min']) / 2:.3f}"
+
+
+def command(result: dict) -> str:
+    """The command that made ``result``, without its ``--note`` (a remark in English, kept in the JSON)."""
+    words = shlex.split(result["command"])
+    if "--note" in words:
+        at = words.index("--note")
+        del words[at: at + 2]
+    return shlex.join(words)
+
+
+COLUMNS = ("val_nll_T", "beyond_T_at_2T_sliding", "beyond_T_at_2T_full", "beyond_T_at_4T_sliding",
+           "beyond_T_at_4T_full")
+
+
+def format_comparison(result: dict, lang: str | None = None) -> str:
+    """The benchmark's table: per model its parameters and the held-out NLL (nats per character), mean ± half the
+    range over the seeds: at the training context T; then on the positions beyond T of 2T and 4T windows, read
+    with sliding windows of T ("slide") or, RoPE only, as one whole window ("whole")."""
+    head = i18n.pick({"en": ("model", "params", "at T", "2T slide", "2T whole", "4T slide", "4T whole"),
+                      "zh": ("模型", "参数", "长度 T", "2T 滑动", "2T 整段", "4T 滑动", "4T 整段")}, lang)
+    lines = [i18n.pick({"en": "{seeds} seeds · {steps} steps · T = {T} · batch {B} · d = {d}, {L} layers, {h} heads "
+                              "· {chars:,} held-out characters",
+                        "zh": "{seeds} 个随机种子 · {steps} 步 · T = {T} · 批次 {B} · d = {d}，{L} 层，{h} 个头 "
+                              "· {chars:,} 个留出字符"}, lang)
+             .format(seeds=len(result["seeds"]), steps=result["steps"], T=result["context"], B=result["batch_size"],
+                     d=result["d_model"], L=result["layers"], h=result["heads"], chars=result["eval_chars"])]
+    widths = (16, 8) + (12,) * len(COLUMNS)
+    lines.append(" ".join(i18n.ljust(h, w) for h, w in zip(head, widths)))
+    for name, stats in result["summary"].items():
+        runs = [r for r in result["runs"] if r["model"] == name]
+        cells = (i18n.pick(MODEL_NAMES.get(name, {"en": name, "zh": name}), lang), f"{runs[0]['params']:,}",
+                 *(_cell(stats.get(key)) for key in COLUMNS))
+        lines.append(" ".join(i18n.ljust(c, w) for c, w in zip(cells, widths)))
+    return "\n".join(lines)
