@@ -1,5 +1,7 @@
-"""The hyperparameters every layer of a model shares (lessons 06-12): models take them as keywords, e.g.
-``GPT(65, dropout=0.1, bias=False)``, and hand one ``LayerConfig`` to every layer. A leaf (imports ``validation``)."""
+"""The hyperparameters every layer of a model shares (lessons 06-12, 16): models take them as keywords, e.g.
+``GPT(65, dropout=0.1, bias=False)``, and hand one ``LayerConfig`` to every part, which reads its own fields from it.
+Each field has one default, here; a model states only its recipe (``GPT``: pre-norm, GELU, learned positions). A leaf
+(imports ``validation``)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,18 @@ from .validation import check_bool, check_int, check_positive, check_probability
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 NORMS = ("layer", "rms")
+POSITIONS = ("sinusoidal", "learned", "rope")
+FFNS = ("mlp", "swiglu")
+
+
+def _check_choice(value: str, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value
 
 
 def check_activation(name: str) -> str:
-    if name not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
-    return name
+    return _check_choice(name, "activation", ACTIVATIONS)
 
 
 def check_norm_kind(kind: str) -> str:
@@ -35,9 +43,12 @@ class LayerConfig:
     """``dropout``: residual (and embedding) dropout; ``attn_dropout`` / ``ffn_dropout`` default to it.
     ``activation``: ``"relu"`` (the paper), ``"gelu"`` (BERT) or ``"gelu_tanh"`` (GPT-2); ``norm_first``: pre-norm
     x + F(LN(x)) instead of post-norm LN(x + F(x)); ``eps`` and ``norm`` (``"layer"``/``"rms"``) of every norm;
-    ``bias``: of every linear map and β. The only defaults."""
+    ``bias``: of every linear map and β; ``positions``: ``"sinusoidal"``/``"learned"`` tables added to the input, or
+    ``"rope"`` rotating q and k in self-attention (base ``rope_base``); ``ffn``: ``"mlp"`` (two maps, ``activation``)
+    or ``"swiglu"`` (W2(silu(W1 x) ⊙ W3 x), Llama); ``n_kv_heads``: heads of K and V (None: ``n_heads``; fewer is
+    grouped-query attention)."""
 
-    dropout: float = 0.1
+    dropout: float = 0.0
     attn_dropout: float | None = None
     ffn_dropout: float | None = None
     activation: str = "relu"
@@ -45,6 +56,10 @@ class LayerConfig:
     eps: float = 1e-5
     norm: str = "layer"
     bias: bool = True
+    positions: str = "sinusoidal"
+    rope_base: float = 10000.0
+    ffn: str = "mlp"
+    n_kv_heads: int | None = None
 
     def __post_init__(self):
         for name in ("dropout", "attn_dropout", "ffn_dropout"):
@@ -55,10 +70,23 @@ class LayerConfig:
         check_bool(self.norm_first, "norm_first")
         check_bool(self.bias, "bias")
         check_positive(self.eps, "eps")
+        _check_choice(self.positions, "positions", POSITIONS)
+        check_positive(self.rope_base, "rope_base")
+        _check_choice(self.ffn, "ffn", FFNS)
+        if self.n_kv_heads is not None:
+            check_int(self.n_kv_heads, "n_kv_heads")
+
+    @property
+    def p_attn(self) -> float:
+        return self.dropout if self.attn_dropout is None else self.attn_dropout
+
+    @property
+    def p_ffn(self) -> float:
+        return self.dropout if self.ffn_dropout is None else self.ffn_dropout
 
     @classmethod
-    def merge(cls, given: dict, config: LayerConfig | None = None, **defaults) -> LayerConfig:
-        """``config``, or the model's ``defaults`` overridden by the keywords the caller ``given``; unknown keywords,
+    def merge(cls, given: dict, config: LayerConfig | None = None, **recipe) -> LayerConfig:
+        """``config``, or the model's ``recipe`` overridden by the keywords the caller ``given``; unknown keywords,
         or keywords beside a ``config``, refused."""
         if config is not None and given:
             raise TypeError(f"pass either config= or layer keywords {sorted(given)}, not both")
@@ -66,4 +94,4 @@ class LayerConfig:
         unknown = sorted(set(given) - names)
         if unknown:
             raise TypeError(f"unknown keyword(s) {unknown}; layer hyperparameters are {sorted(names)}")
-        return config or cls(**{**defaults, **given})
+        return config or cls(**{**recipe, **given})

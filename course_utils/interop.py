@@ -31,16 +31,17 @@ def _norm_pairs(ours: LayerNorm, theirs: nn.LayerNorm) -> Pairs:
 
 def _layer_pairs(ours: nn.Module, theirs: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> Pairs:
     """Encoder layer: self_attn, linear1/2, norm1/2; a decoder layer adds multihead_attn (our cross_attn), norm3."""
-    if ours.res1.norm_first != theirs.norm_first:
-        raise ValueError(f"norm_first differs (ours {ours.res1.norm_first}, torch {theirs.norm_first})")
+    if ours.self_attn_residual.norm_first != theirs.norm_first:
+        raise ValueError(f"norm_first differs (ours {ours.self_attn_residual.norm_first}, torch {theirs.norm_first})")
     decoder = isinstance(theirs, nn.TransformerDecoderLayer)
     pairs = _mha_pairs(ours.self_attn, theirs.self_attn)
     if decoder:
         pairs += _mha_pairs(ours.cross_attn, theirs.multihead_attn)
     pairs += [(getattr(getattr(ours.ffn, lin), kind), getattr(getattr(theirs, lin), kind), f"{lin}.{kind}")
               for lin in ("linear1", "linear2") for kind in ("weight", "bias")]
-    for i in range(1, 4 if decoder else 3):
-        pairs += _pairs(getattr(ours, f"res{i}").norm, getattr(theirs, f"norm{i}"))  # refuses an RMSNorm
+    residuals = ("self_attn", "cross_attn", "ffn") if decoder else ("self_attn", "ffn")  # torch's norm1, norm2, norm3
+    for i, sublayer in enumerate(residuals, 1):
+        pairs += _pairs(getattr(ours, f"{sublayer}_residual").norm, getattr(theirs, f"norm{i}"))  # refuses an RMSNorm
     return pairs
 
 

@@ -1,5 +1,8 @@
-"""Whole models built from the layers (lessons 07, 09–13): vocabulary sizes positional, everything else keyword-only
-with the same names in every model; the layers' shared hyperparameters are a ``config.LayerConfig``."""
+"""Whole models built from the layers (lessons 07, 09–13, 16): vocabulary sizes positional, everything else
+keyword-only with the same names in every model. The layers' shared hyperparameters are one ``config.LayerConfig``
+(``config=``, or its fields as keywords over the model's recipe); ``positions=`` (a ``LayerConfig`` field) chooses
+the position scheme, and its module refuses an input longer than ``max_len``, the same way in every model. Output
+layers: ``lm_head`` (logits over a vocabulary), ``classifier`` (over classes)."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from .layers import DecoderLayer, EncoderLayer
 from .masks import padding_mask
 from .norm import make_norm
 from .pooling import check_keep_mask, masked_mean
-from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
+from .positional import TokenEmbedding, make_positions
 from .validation import check_bool, check_int, check_rank
+
+_DROPOUT = 0.1  # every model's recipe (the paper's P_drop); a lone part's default is LayerConfig's 0.0
 
 
 class _LayerStack(nn.Module):
@@ -30,11 +35,12 @@ class _LayerStack(nn.Module):
                                     for _ in range(check_int(n_layers, "n_layers")))
         # Pre-norm leaves the residual stream un-normalised, so it needs one last norm; post-norm does not.
         final_norm = cfg.norm_first if final_norm is None else check_bool(final_norm, "final_norm")
-        self.norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias) if final_norm else nn.Identity()
+        self.norm = make_norm(d_model, cfg) if final_norm else nn.Identity()
 
 
-class Encoder(_LayerStack):
-    """N encoder layers; input and output ``(B, T, d_model)`` vectors (embeddings are the model's job)."""
+class SelfAttentionStack(_LayerStack):
+    """N self-attention layers, input and output ``(B, T, d_model)`` vectors: bidirectional (an ``Encoder``) or,
+    with ``is_causal=True``, the blocks of a decoder-only model (``GPT.blocks``)."""
 
     layer_class = EncoderLayer
 
@@ -43,6 +49,10 @@ class Encoder(_LayerStack):
         for layer in self.layers:
             x = layer(x, mask, key_keep_mask=key_keep_mask, is_causal=is_causal, cache=cache)
         return self.norm(x)
+
+
+class Encoder(SelfAttentionStack):
+    """N encoder layers; input and output ``(B, T, d_model)`` vectors (embeddings are the model's job)."""
 
 
 class Decoder(_LayerStack):
@@ -58,31 +68,40 @@ class Decoder(_LayerStack):
         return self.norm(y)
 
 
+def _begin(model: nn.Module, ids: torch.Tensor, name: str, cache: KVCache | None, extend: bool) -> int:
+    """Check the ids, bind the cache; the position of the first id (``cache.offset``, or 0)."""
+    check_rank(ids, name, (2,), "(B, T) token ids")
+    if cache is None:
+        return 0
+    cache.bind(model, ids.size(1), extend)
+    return cache.offset
+
+
 class Transformer(nn.Module):
     """Encoder–decoder Transformer (lessons 07, 10): ``forward(src (B, T_s), tgt_in (B, T_t))`` -> logits
     ``(B, T_t, tgt_vocab)``; ``tgt_in`` is the target shifted right (teacher forcing)."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, *, d_model: int = 512, n_heads: int = 8,
                  n_encoder_layers: int = 6, n_decoder_layers: int = 6, d_ff: int | None = 2048, max_len: int = 512,
-                 pad_id: int = 0, tie_weights: bool = False, final_norm: bool | None = None, **layer):
+                 pad_id: int = 0, tie_weights: bool = False, final_norm: bool | None = None,
+                 config: LayerConfig | None = None, **layer):
         super().__init__()
-        cfg = LayerConfig.merge(layer)
+        cfg = LayerConfig.merge(layer, config, dropout=_DROPOUT)
         src_vocab, tgt_vocab = check_int(src_vocab, "src_vocab"), check_int(tgt_vocab, "tgt_vocab")
         self.pad_id, self.d_model, self.max_len = check_pad_id(pad_id, min(src_vocab, tgt_vocab)), d_model, max_len
         self.src_embed, self.tgt_embed = TokenEmbedding(src_vocab, d_model), TokenEmbedding(tgt_vocab, d_model)
-        self.src_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
-        self.tgt_pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
+        self.src_pos, self.tgt_pos = make_positions(d_model, max_len, cfg), make_positions(d_model, max_len, cfg)
         shape = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, final_norm=final_norm, config=cfg)
         self.encoder, self.decoder = Encoder(n_encoder_layers, **shape), Decoder(n_decoder_layers, **shape)
-        self.generator = nn.Linear(d_model, tgt_vocab, bias=cfg.bias)  # the output layer: logits
+        self.lm_head = nn.Linear(d_model, tgt_vocab, bias=cfg.bias)  # the output layer: logits
         for emb in (self.src_embed, self.tgt_embed):
             nn.init.normal_(emb.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
         if check_bool(tie_weights, "tie_weights"):  # Press & Wolf (2017): share E and W_out
-            self.generator.weight = self.tgt_embed.weight
+            self.lm_head.weight = self.tgt_embed.weight
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src ``(B, T_s)`` -> (memory ``(B, T_s, C)``, source padding mask ``(B, 1, 1, T_s)``)."""
-        check_rank(src, "src", (2,), "(B, T_s) token ids")
+        _begin(self, src, "src", None, False)
         src_mask = padding_mask(src, self.pad_id)
         return self.encoder(self.src_pos(self.src_embed(src)), src_mask), src_mask
 
@@ -90,17 +109,14 @@ class Transformer(nn.Module):
                cache: KVCache | None = None, *, extend: bool = False) -> torch.Tensor:
         """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``. With a cache, pass only the new tokens (several into a
         non-empty cache need ``extend=True``)."""
-        check_rank(tgt_in, "tgt_in", (2,), "(B, T_t) token ids")
-        if cache is not None:
-            cache.bind(self, tgt_in.size(1), extend)
-        offset = cache.offset if cache is not None else 0
+        offset = _begin(self, tgt_in, "tgt_in", cache, extend)
         y = self.tgt_pos(self.tgt_embed(tgt_in), offset=offset)
         # No target padding mask: padding only sits *after* the real tokens, which the causal mask already hides
         # from them (the padded positions' losses are ignored instead).
         y = self.decoder(y, memory, None, src_mask, is_causal=True, cache=cache)
         if cache is not None:
             cache.advance(tgt_in.size(1))
-        return self.generator(y)
+        return self.lm_head(y)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
@@ -108,59 +124,56 @@ class Transformer(nn.Module):
 
 
 class EncoderClassifier(nn.Module):
-    """Encoder + pooling + linear head: ids ``(B, T)`` -> class logits ``(B, n_classes)`` (lesson 09)."""
+    """Encoder + pooling + linear classifier: ids ``(B, T)`` -> class logits ``(B, n_classes)`` (lesson 09)."""
 
     def __init__(self, vocab_size: int, n_classes: int, *, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
-                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, pool: str = "mean", **layer):
+                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, pool: str = "mean",
+                 config: LayerConfig | None = None, **layer):
         super().__init__()
-        cfg = LayerConfig.merge(layer)
+        cfg = LayerConfig.merge(layer, config, dropout=_DROPOUT)
         if pool not in ("mean", "cls"):
             raise ValueError(f"pool must be 'mean' or 'cls' (first token), got {pool!r}")
         if check_int(n_classes, "n_classes") < 2:
             raise ValueError(f"n_classes must be >= 2 (a softmax over one class is always 1), got {n_classes}")
         self.pad_id, self.pool, self.max_len = check_pad_id(pad_id, check_int(vocab_size, "vocab_size")), pool, max_len
         self.embed = TokenEmbedding(vocab_size, d_model)
-        self.pos = SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=cfg.dropout)
+        self.pos = make_positions(d_model, max_len, cfg)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
-        self.head = nn.Linear(d_model, n_classes, bias=cfg.bias)
+        self.classifier = nn.Linear(d_model, n_classes, bias=cfg.bias)
         nn.init.normal_(self.embed.weight, std=d_model**-0.5)  # ×√d_model brings it to unit scale
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        check_rank(ids, "ids", (2,), "(B, T) token ids")
+        _begin(self, ids, "ids", None, False)
         mask = padding_mask(ids, self.pad_id)  # (B, 1, 1, T)
         h = self.encoder(self.pos(self.embed(ids)), mask)  # (B, T, C)
         pooled = h[:, 0] if self.pool == "cls" else masked_mean(h, mask[:, 0, 0, :])  # (B, C)
-        return self.head(pooled)  # (B, n_classes)
+        return self.classifier(pooled)  # (B, n_classes)
 
 
 class GPT(nn.Module):
-    """Decoder-only LM (lesson 11): ids ``(B, T)`` -> next-token logits ``(B, T, V)``; pre-norm, GELU, learned
-    positions, tied output layer (GPT-2); ``max_len`` is the context window (nanoGPT's ``block_size``)."""
+    """Decoder-only LM (lessons 11, 16): ids ``(B, T)`` -> next-token logits ``(B, T, V)``; recipe: pre-norm, GELU,
+    learned positions, tied output layer (GPT-2); ``max_len`` is the context window (nanoGPT's ``block_size``). A Llama
+    decoder: ``positions="rope", norm="rms", ffn="swiglu", n_kv_heads=…, bias=False, tie_weights=False``."""
 
     def __init__(self, vocab_size: int, *, max_len: int = 256, n_layers: int = 6, n_heads: int = 6, d_model: int = 384,
-                 d_ff: int | None = None, tie_weights: bool = True, **layer):
+                 d_ff: int | None = None, tie_weights: bool = True, config: LayerConfig | None = None, **layer):
         super().__init__()
-        cfg = LayerConfig.merge(layer, norm_first=True, activation="gelu")
+        cfg = LayerConfig.merge(layer, config, dropout=_DROPOUT, norm_first=True, activation="gelu",
+                                positions="learned")
         self.max_len = check_int(max_len, "max_len")
         self.embed = TokenEmbedding(check_int(vocab_size, "vocab_size"), d_model, scale=False)  # no ×√d (GPT-2)
-        self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
-        self.blocks = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
+        self.pos = make_positions(d_model, max_len, cfg)
+        self.blocks = SelfAttentionStack(n_layers, d_model, n_heads, d_ff, config=cfg)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
-        for w in (self.embed.weight, self.pos.embedding.weight):
+        for w in (self.embed.weight, *self.pos.parameters()):
             nn.init.normal_(w, std=0.02)
         if check_bool(tie_weights, "tie_weights"):
             self.lm_head.weight = self.embed.weight
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None, *, extend: bool = False) -> torch.Tensor:
         """``extend=True`` appends several tokens to a non-empty ``cache`` (else that is refused as a new prompt)."""
-        check_rank(ids, "ids", (2,), "(B, T) token ids")
-        if cache is not None:
-            cache.bind(self, ids.size(1), extend)
-        offset = cache.offset if cache is not None else 0
-        if offset + ids.size(1) > self.max_len:
-            raise ValueError(f"GPT context is {self.max_len} tokens but got {offset + ids.size(1)}: crop the input to "
-                             f"its last {self.max_len} tokens (generate() does this) or build a longer model")
-        x = self.pos(self.embed(ids), offset=offset)  # (B, T, C)
+        offset = _begin(self, ids, "ids", cache, extend)
+        x = self.pos(self.embed(ids), offset=offset)  # (B, T, C); refuses offset + T > max_len
         x = self.blocks(x, is_causal=True, cache=cache)
         if cache is not None:
             cache.advance(ids.size(1))
@@ -171,29 +184,29 @@ class MaskedLM(nn.Module):
     """BERT-style encoder + prediction head over the vocabulary for masked positions (lesson 12)."""
 
     def __init__(self, vocab_size: int, *, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
-                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, **layer):
+                 d_ff: int | None = None, max_len: int = 512, pad_id: int = 0, config: LayerConfig | None = None,
+                 **layer):
         super().__init__()
-        cfg = LayerConfig.merge(layer, activation="gelu", eps=1e-12)
+        cfg = LayerConfig.merge(layer, config, dropout=_DROPOUT, activation="gelu", eps=1e-12, positions="learned")
         self.pad_id, self.max_len = check_pad_id(pad_id, check_int(vocab_size, "vocab_size")), max_len
         self.embed = TokenEmbedding(vocab_size, d_model, scale=False)
-        self.pos = LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=cfg.dropout)
-        self.embed_norm = make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias)
+        self.pos = make_positions(d_model, max_len, cfg)
+        self.embed_norm = make_norm(d_model, cfg)
         self.encoder = Encoder(n_layers, d_model, n_heads, d_ff, config=cfg)
-        self.transform = nn.Sequential(nn.Linear(d_model, d_model, bias=cfg.bias), nn.GELU(),
-                                       make_norm(cfg.norm, d_model, eps=cfg.eps, bias=cfg.bias))
-        self.decoder = nn.Linear(d_model, vocab_size, bias=cfg.bias)
+        self.transform = nn.Sequential(nn.Linear(d_model, d_model, bias=cfg.bias), nn.GELU(), make_norm(d_model, cfg))
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=cfg.bias)
         # BERT initialises *both* tables with std 0.02: with nn.Embedding's default N(0, 1) positions, the token
         # signal would be 50× weaker than the position signal after embed_norm, and the model could not learn.
-        for w in (self.embed.weight, self.pos.embedding.weight):
+        for w in (self.embed.weight, *self.pos.parameters()):
             nn.init.normal_(w, std=0.02)
-        self.decoder.weight = self.embed.weight  # tied, as in BERT
+        self.lm_head.weight = self.embed.weight  # tied, as in BERT
 
     def forward(self, ids: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``(B, T, V)``, or ``(N, V)`` at the N positions where ``select`` (B, T) is True: the output layer
         (d_model × V per position) then runs only where there is something to predict, as in BERT."""
-        check_rank(ids, "ids", (2,), "(B, T) token ids")
+        _begin(self, ids, "ids", None, False)
         x = self.embed_norm(self.pos(self.embed(ids)))
         h = self.encoder(x, padding_mask(ids, self.pad_id))  # (B, T, C)
         if select is not None:
             h = h[check_keep_mask(select, ids.shape, "select")]  # (N, C)
-        return self.decoder(self.transform(h))  # (B, T, V) or (N, V)
+        return self.lm_head(self.transform(h))  # (B, T, V) or (N, V)

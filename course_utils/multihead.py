@@ -1,6 +1,8 @@
-"""Multi-head attention (lesson 04): MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O with
+"""Multi-head attention (lessons 04, 16): MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O with
 head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V). Unlike ``nn.MultiheadAttention``: keywords after query/key/value,
-masks True = attend (``key_keep_mask`` (B, T_k) for padding), one result tensor that refuses to unpack as a pair."""
+masks True = attend (``key_keep_mask`` (B, T_k) for padding), one result tensor that refuses to unpack as a pair (the
+guard rails live in ``attention_guards``). Options from ``LayerConfig``: RoPE on q and k (``positions="rope"``) and
+grouped-query attention (``n_kv_heads`` < ``n_heads``: each K/V head serves n_heads / n_kv_heads query heads)."""
 
 from __future__ import annotations
 
@@ -11,107 +13,64 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import attention_with_weights
+from .attention_guards import AttentionOutput, as_output, checked_mask, refuse_torch_style
+from .config import LayerConfig
 from .kv_cache import KVCache
-from .masks import check_key_keep_mask, check_mask, check_self_mask
-from .validation import _compiling, check_bool, check_divisible, check_like, check_probability, check_vectors
+from .positional import rope_rotate
+from .validation import check_bool, check_divisible
 
-_TORCH_KWARGS = {
-    "key_padding_mask": "key_keep_mask=~key_padding_mask (ours is True = attend, torch's True = ignore)",
-    "attn_mask": "mask= (ours is True = attend; torch's bool attn_mask is True = not allowed: pass ~attn_mask)",
-    "average_attn_weights": "nothing: mha.last_weights keeps every head, (B, h, T_q, T_k)",
-}
-
-
-class AttentionOutput(torch.Tensor):
-    """The ``(B, T_q, d_model)`` result of ``MultiHeadAttention``: a plain tensor in every operation (results are
-    ``torch.Tensor``), except that unpacking it like torch's ``(out, weights)`` pair raises a TypeError."""
-
-    __torch_function__ = torch._C._disabled_torch_function_impl
-
-    def __iter__(self):
-        raise TypeError("MultiHeadAttention returns one tensor (B, T_q, d_model), not nn.MultiheadAttention's (output, "
-                        "weights) pair: write `out = mha(...)`, then read mha.last_weights (after need_weights=True)")
-
-    def __repr__(self, **kwargs) -> str:
-        return self.as_subclass(torch.Tensor).__repr__(**kwargs)
+__all__ = ["MultiHeadAttention", "AttentionOutput", "record_attention"]
 
 
 class MultiHeadAttention(nn.Module):
-    """``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (each d_model × d_model, h blocks of d_k = d_model / h) for one
-    matmul in self-attention, the layout of ``nn.MultiheadAttention.in_proj_weight``; ``out_proj`` is W^O."""
+    """``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (d_model, then n_kv_heads·d_k rows twice; d_k = d_model / h) for one
+    matmul in self-attention, the layout of ``nn.MultiheadAttention.in_proj_weight``; ``out_proj`` is W^O. Reads
+    ``attn_dropout``, ``bias``, ``positions``/``rope_base`` and ``n_kv_heads`` from ``config`` (or its keywords);
+    ``cross=True``: a cross-attention module, never rotated."""
 
-    def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, d_model: int, n_heads: int, *, config: LayerConfig | None = None, cross: bool = False,
+                 **layer):
         super().__init__()
+        c = LayerConfig.merge(layer, config)
         self.d_k = check_divisible(d_model, n_heads)
-        self.d_model, self.n_heads, self.dropout = d_model, n_heads, check_probability(dropout)
-        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=check_bool(bias, "bias"))
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.d_model, self.n_heads, self.dropout = d_model, n_heads, c.p_attn
+        self.n_kv_heads = n_heads if c.n_kv_heads is None else c.n_kv_heads
+        if n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={n_heads} (each K/V head serves a "
+                             f"group of query heads): pick a divisor such as {n_heads} or 1")
+        self.rope_base = c.rope_base if c.positions == "rope" and not check_bool(cross, "cross") else None
+        if self.rope_base is not None and self.d_k % 2:
+            raise ValueError(f"positions='rope' rotates pairs of features, but the head size d_k = {d_model} / "
+                             f"{n_heads} = {self.d_k} is odd: choose d_model and n_heads with an even d_k")
+        self.sizes = (d_model, self.n_kv_heads * self.d_k, self.n_kv_heads * self.d_k)  # rows of W^Q, W^K, W^V
+        self.qkv_proj = nn.Linear(d_model, sum(self.sizes), bias=c.bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=c.bias)
         self.record_weights = False  # True: keep self.last_weights (B, h, T_q, T_k) for plots
         self.last_weights: torch.Tensor | None = None
         nn.init.xavier_uniform_(self.qkv_proj.weight)  # the same initialisation as nn.MultiheadAttention
-        if bias:
+        if c.bias:
             nn.init.zeros_(self.qkv_proj.bias)
             nn.init.zeros_(self.out_proj.bias)
 
     # Views of the paper's matrices, for lessons (F.linear computes x Wᵀ, so these are Wᵀ in the paper's notation).
-    @property
-    def w_q(self) -> torch.Tensor:
-        return self.qkv_proj.weight[: self.d_model]
-
-    @property
-    def w_k(self) -> torch.Tensor:
-        return self.qkv_proj.weight[self.d_model : 2 * self.d_model]
-
-    @property
-    def w_v(self) -> torch.Tensor:
-        return self.qkv_proj.weight[2 * self.d_model :]
+    w_q = property(lambda self: self.qkv_proj.weight.split(self.sizes)[0])
+    w_k = property(lambda self: self.qkv_proj.weight.split(self.sizes)[1])
+    w_v = property(lambda self: self.qkv_proj.weight.split(self.sizes)[2])
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, d_model) -> (B, h, T, d_k)."""
+        """(B, T, heads·d_k) -> (B, heads, T, d_k)."""
         b, t, _ = x.shape
-        return x.view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+        return x.view(b, t, x.shape[-1] // self.d_k, self.d_k).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, h, T, d_k) -> (B, T, d_model): the Concat in the formula."""
         b, _, t, _ = x.shape
         return x.transpose(1, 2).reshape(b, t, self.d_model)
 
-    def _project(self, query, key, value, cache):
-        d, w, bias = self.d_model, self.qkv_proj.weight, self.qkv_proj.bias
-
-        def proj(x, first: int, stop: int):  # x @ blocks first:stop of [W^Q; W^K; W^V]ᵀ, split per block
-            rows = slice(first * d, stop * d)
-            out = F.linear(x, w[rows], None if bias is None else bias[rows])
-            return [self.split_heads(t) for t in out.split(d, dim=-1)]
-
-        if key is None:  # self-attention: one matmul for Q, K and V
-            q, k, v = proj(query, 0, 3)
-            if cache is not None:  # append this step's keys/values to the past ones
-                k, v = cache.append(self, k, v)
-            return q, k, v
-
-        def memory_kv():  # the usual case, value is key: K and V from the same memory in one matmul
-            return proj(key, 1, 3) if value is None or value is key else proj(key, 1, 2) + proj(value, 2, 3)
-
-        # cross-attention: the encoder's K, V never change while the memory is the same
-        k, v = memory_kv() if cache is None else cache.cross(self, key, memory_kv)
-        return proj(query, 0, 1)[0], k, v
-
-    def _check_inputs(self, query, key, value) -> None:
-        if key is None and value is not None:
-            raise ValueError("value without key: pass key=value=memory (cross-attention) or neither (self-attention)")
-        w = self.out_proj.weight
-        check_vectors(query, "query", self.d_model, w.device, w.dtype, "MultiHeadAttention", "(B, T, d_model)")
-        for name, t in (("key", key), ("value", value)):
-            if t is None:
-                continue
-            check_like(check_vectors(t, name, self.d_model, layout="(B, T_k, d_model)"), name, query, "query")
-            if t.shape[0] != query.shape[0]:
-                raise ValueError(f"query and {name} have different batch sizes ({query.shape[0]} vs {t.shape[0]}): "
-                                 "cross-attention pairs each target sequence with its own source sequence")
-        if value is not None and value.shape[1] != key.shape[1]:
-            raise ValueError(f"key and value must have the same length T_k (one value per key), got {tuple(key.shape)} "
-                             f"and {tuple(value.shape)}")
+    def _proj(self, x: torch.Tensor, i: int) -> torch.Tensor:
+        """x times block i of [W^Q; W^K; W^V] (+ bias), split into heads: (B, T, C) -> (B, heads, T, d_k)."""
+        rows, b = slice(sum(self.sizes[:i]), sum(self.sizes[: i + 1])), self.qkv_proj.bias
+        return self.split_heads(F.linear(x, self.qkv_proj.weight[rows], None if b is None else b[rows]))
 
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
                 *positional, mask: torch.Tensor | None = None, key_keep_mask: torch.Tensor | None = None,
@@ -120,35 +79,29 @@ class MultiHeadAttention(nn.Module):
         """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` (value defaults to key; both ``None``:
         self-attention); ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k); ``key_keep_mask (B, T_k)``. Returns
         ``(B, T_q, d_model)``; ``positional`` / ``torch_style`` catch PyTorch-style calls to say what to write."""
-        if positional:
-            raise TypeError("MultiHeadAttention takes query, key, value positionally and the rest by keyword (mask=, "
-                            "key_keep_mask=, True = attend): a 4th positional argument is nn.MultiheadAttention's "
-                            "key_padding_mask, whose True means the opposite (ignore)")
-        for name in torch_style:
-            fix = _TORCH_KWARGS.get(name)
-            raise TypeError(f"MultiHeadAttention got {name}=, " + (f"PyTorch's keyword: pass {fix}" if fix else
-                            "which it does not take (keywords: mask, key_keep_mask, is_causal, cache, need_weights)"))
-        self._check_inputs(query, key, value)
-        check_bool(need_weights, "need_weights")
-        t_k = (query if key is None else key).shape[1]
-        if key_keep_mask is not None:
-            keep = check_key_keep_mask(key_keep_mask, query.shape[0], t_k, query.device)
-            if cache is not None and key is None:
-                raise ValueError("key_keep_mask with a self-attention KVCache: pass a full mask= for the cached keys")
-            if mask is not None:
-                check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], t_k), device=query.device)
-                keep = mask & keep if mask.dtype == torch.bool else torch.where(keep, mask, float("-inf"))
-            mask = keep
-        if mask is not None and key is None and cache is None:  # self-attention: the diagonal is each token itself
-            check_self_mask(check_mask(mask, (query.shape[0], self.n_heads, t_k, t_k), device=query.device), t_k)
-        q, k, v = self._project(query, key, value, cache)  # (B, h, T_q, d_k), (B, h, T_k, d_k) ×2
+        refuse_torch_style(positional, torch_style)
+        mask = checked_mask(self, query, key, value, mask, key_keep_mask, cache, need_weights)
+        if key is None:  # self-attention: Q, K, V in one matmul
+            q, k, v = map(self.split_heads, self.qkv_proj(query).split(self.sizes, dim=-1))  # (B, h|h_kv, T, d_k)
+            if self.rope_base is not None:  # rotate by the absolute positions offset + t
+                offset = 0 if cache is None else cache.offset
+                q, k = rope_rotate(q, offset, self.rope_base), rope_rotate(k, offset, self.rope_base)
+            if cache is not None:  # append this step's keys/values to the past ones
+                k, v = cache.append(self, k, v)  # (B, h_kv, T_past + T, d_k)
+        else:  # cross-attention: the memory's K, V (cached: projected once per memory)
+            def memory_kv():  # the memory's K and V, (B, h_kv, T_k, d_k) each
+                return self._proj(key, 1), self._proj(key if value is None else value, 2)
+
+            k, v = memory_kv() if cache is None else cache.cross(self, key, memory_kv)  # (B, h_kv, T_k, d_k)
+            q = self._proj(query, 0)  # (B, h, T_q, d_k)
+        group = self.n_heads // self.n_kv_heads  # query heads per K/V head (grouped-query attention)
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, T_k, d_k)
         keep_weights = need_weights or self.record_weights
         out, weights = attention_with_weights(q, k, v, mask, dropout_p=self.dropout if self.training else 0.0,
-                                              need_weights=keep_weights, is_causal=is_causal)
+                                              need_weights=keep_weights, is_causal=is_causal)  # (B, h, T_q, d_k)
         if keep_weights:
-            self.last_weights = weights.detach()
-        out = self.out_proj(self.merge_heads(out))  # (B, T_q, d_model)
-        return out if _compiling() else out.as_subclass(AttentionOutput)
+            self.last_weights = weights.detach()  # (B, h, T_q, T_k)
+        return as_output(self.out_proj(self.merge_heads(out)))  # (B, T_q, d_model)
 
 
 @contextlib.contextmanager

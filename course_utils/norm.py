@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import check_norm_kind
+from .config import LayerConfig
 from .validation import check_bool, check_int, check_positive, check_vectors
 
 
@@ -30,7 +30,7 @@ class LayerNorm(nn.Module):
     """LayerNorm over the last dimension with the fused kernel (one pass over memory instead of five; lesson 06
     writes it out), parameters named like ``nn.LayerNorm``."""
 
-    def __init__(self, d_model: int, *, eps: float = 1e-5, bias: bool = True):
+    def __init__(self, d_model: int, *, eps: float = LayerConfig.eps, bias: bool = LayerConfig.bias):
         super().__init__()
         self.d_model, self.eps = check_int(d_model, "d_model"), check_positive(eps, "eps")
         self.weight = nn.Parameter(torch.ones(d_model))  # γ
@@ -47,7 +47,7 @@ class LayerNorm(nn.Module):
 class RMSNorm(nn.Module):
     """RMSNorm: γ ⊙ x / √(mean(x²) + ε); no mean subtraction, no β."""
 
-    def __init__(self, d_model: int, *, eps: float = 1e-6, fused: bool = True):
+    def __init__(self, d_model: int, *, eps: float = LayerConfig.eps, fused: bool = True):
         super().__init__()
         self.d_model, self.eps = check_int(d_model, "d_model"), check_positive(eps, "eps")
         self.fused = check_bool(fused, "fused") and hasattr(F, "rms_norm")  # F.rms_norm arrived in torch 2.4
@@ -63,7 +63,7 @@ class RMSNorm(nn.Module):
         return f"{self.d_model}, eps={self.eps}"
 
 
-def make_norm(kind: str, d_model: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
-    """``"layer"`` -> LayerNorm (β only with ``bias``), ``"rms"`` -> RMSNorm (never a β)."""
-    check_norm_kind(kind)
-    return LayerNorm(d_model, eps=eps, bias=bias) if kind == "layer" else RMSNorm(d_model, eps=eps)
+def make_norm(d_model: int, config: LayerConfig | None = None) -> nn.Module:
+    """``config.norm``: ``"layer"`` -> LayerNorm (β only with ``config.bias``), ``"rms"`` -> RMSNorm (never a β)."""
+    c = config or LayerConfig()
+    return LayerNorm(d_model, eps=c.eps, bias=c.bias) if c.norm == "layer" else RMSNorm(d_model, eps=c.eps)

@@ -1,8 +1,11 @@
-"""Token embeddings and positional encodings (lessons 01 and 02): the first layer's input is
+"""Token embeddings and positions (lessons 01, 02, 16): the first layer's input is
 x_i = E[token_i] · √d_model + PE(pos_i), E ∈ ℝ^{|V|×d_model}, with the sinusoidal encoding (Vaswani et al., §3.5)::
 
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
+
+or a learned table P[pos], or nothing added (RoPE: attention rotates q and k, ``rope_rotate``). ``make_positions``
+builds the model's choice, which also refuses an input longer than ``max_len``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import math
 import torch
 from torch import nn
 
+from .config import LayerConfig
 from .validation import (
     check_bool,
     check_dtype,
@@ -45,15 +49,33 @@ def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, dtype
 
 
 def _check_input(x: torch.Tensor, offset: int, d_model: int, max_len: int, table: torch.Tensor) -> int:
-    check_vectors(x, "x", d_model, table.device, owner="the positional table",
+    """The one length check of every model (its positions module): positions offset … offset+T−1 must be < max_len."""
+    check_vectors(x, "x", d_model, table.device, owner="the positions",
                   layout="(B, T, d_model) token vectors (pass ids through TokenEmbedding first)")
     offset = check_int(offset, "offset", 0)
     seq_len = x.size(1)
     if offset + seq_len > max_len:
-        fix = f"truncate the input to {max_len - offset} tokens or " if offset < max_len else ""
-        raise ValueError(f"sequence of length {seq_len} (starting at position {offset}) is longer than the positional "
-                         f"table (max_len={max_len}): {fix}build the model with max_len >= {offset + seq_len}")
+        fix = f"crop the input to its last {max_len - offset} tokens (generate() does this) or " * (offset < max_len)
+        raise ValueError(f"sequence of length {seq_len} (starting at position {offset}) is longer than the model's "
+                         f"context (max_len={max_len}): {fix}build the model with max_len >= {offset + seq_len}")
     return offset
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (−x2, x1) on the two halves of the last dimension: pair (i, i + d/2) turned by 90°."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope_rotate(x: torch.Tensor, offset: int = 0, base: float = LayerConfig.rope_base) -> torch.Tensor:
+    """RoPE (Su et al., 2021): x ``(…, T, d)`` at positions offset … offset+T−1, each pair (x_i, x_{i+d/2}) rotated by
+    the angle pos · base^(−2i/d) (lesson 02's rotation; the pairing of Hugging Face's Llama, so its weights copy as
+    they are). q·k then depends only on the distance between the two positions."""
+    d, work = x.shape[-1], torch.float64 if x.dtype == torch.float64 else torch.float32  # float32: as Llama
+    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, device=x.device, dtype=work) / d))  # (d/2,)
+    pos = torch.arange(offset, offset + x.shape[-2], device=x.device, dtype=work)  # (T,)
+    angles = torch.outer(pos, inv_freq).repeat(1, 2)  # (T, d): the same angle for i and i + d/2
+    return x * angles.cos().to(x.dtype) + rotate_half(x) * angles.sin().to(x.dtype)
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -84,6 +106,25 @@ class LearnedPositionalEmbedding(nn.Module):
         offset = _check_input(x, offset, self.d_model, self.max_len, self.embedding.weight)
         check_dtype(x, "x", self.embedding.weight.dtype, "the positional table")
         return self.dropout(x + self.embedding.weight[offset : offset + x.size(1)])  # P[pos], (B, T, C)
+
+
+class RotaryPositions(nn.Module):
+    """``positions="rope"``: nothing is added to the input (attention rotates q and k); dropout and the length check."""
+
+    def __init__(self, d_model: int, *, max_len: int = 512, dropout: float = 0.0):
+        super().__init__()
+        self.d_model, self.max_len = check_int(d_model, "d_model"), check_int(max_len, "max_len")
+        self.dropout = nn.Dropout(check_probability(dropout))
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        _check_input(x, offset, self.d_model, self.max_len, x)
+        return self.dropout(x)
+
+
+def make_positions(d_model: int, max_len: int, config: LayerConfig) -> nn.Module:
+    """The model's ``config.positions`` with the embedding dropout ``config.dropout``; refuses T > ``max_len``."""
+    kind = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEmbedding, "rope": RotaryPositions}
+    return kind[config.positions](d_model, max_len=max_len, dropout=config.dropout)
 
 
 class TokenEmbedding(nn.Module):

@@ -50,14 +50,14 @@ ANSWERS = {"l00_welcome": L00}
 # --- lesson 07 -------------------------------------------------------------------------------------------------
 
 def _pre_norm(layer, y, memory, mask):
-    y = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
-    y = y + layer.cross_attn(layer.res2.norm(y), memory, mask=mask)
-    return y + layer.ffn(layer.res3.norm(y))
+    y = y + layer.self_attn(layer.self_attn_residual.norm(y), is_causal=True)
+    y = y + layer.cross_attn(layer.cross_attn_residual.norm(y), memory, mask=mask)
+    return y + layer.ffn(layer.ffn_residual.norm(y))
 
 def _post_norm(layer, y, memory, mask):
-    a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
-    b = layer.res2.norm(a + layer.cross_attn(a, memory, mask=mask))
-    return layer.res3.norm(b + layer.ffn(b))
+    a = layer.self_attn_residual.norm(y + layer.self_attn(y, is_causal=True))
+    b = layer.cross_attn_residual.norm(a + layer.cross_attn(a, memory, mask=mask))
+    return layer.ffn_residual.norm(b + layer.ffn(b))
 
 def _reverse(src, pad_id):
     lengths = (src != pad_id).sum(-1, keepdim=True)

@@ -97,9 +97,10 @@ def test_no_course_utils_module_is_over_300_lines():
     assert not too_long, f"modules over 300 lines: {too_long}"
 
 
-def test_course_utils_is_at_most_5000_lines():
+def test_course_utils_is_at_most_5600_lines():
+    """5,000 lines for lessons 00-14, plus 600 for Part III (issue 36: lessons 15-17 together)."""
     total = sum(_line_counts().values())
-    assert total <= 5000, f"course_utils has {total} lines (limit 5,000)"
+    assert total <= 5600, f"course_utils has {total} lines (limit 5,600)"
 
 
 def test_required_dependencies_are_the_library_only():

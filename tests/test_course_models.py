@@ -38,6 +38,32 @@ def test_every_course_model_has_a_complete_manifest_and_loads_in_eval_mode(name)
     assert not model.training and loaded == m and tokenizers
 
 
+# The committed files keep the names of before issue 34 (no 25 MB re-save): each maps to exactly one of today's.
+OLD_TO_NEW = {"blocks.layers.0.res1.norm.weight": "blocks.layers.0.self_attn_residual.norm.weight",
+              "blocks.layers.3.res2.norm.bias": "blocks.layers.3.ffn_residual.norm.bias",
+              "decoder.layers.1.res2.norm.weight": "decoder.layers.1.cross_attn_residual.norm.weight",
+              "decoder.layers.1.res3.norm.weight": "decoder.layers.1.ffn_residual.norm.weight",
+              "encoder.layers.1.res2.norm.weight": "encoder.layers.1.ffn_residual.norm.weight",
+              "generator.bias": "lm_head.bias", "decoder.bias": "lm_head.bias", "head.weight": "classifier.weight"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_committed_files_load_with_identical_weights_under_todays_names(name):
+    from safetensors.torch import load_file
+
+    from course_utils.pretrained.course_models import current_name
+
+    model = load_course_model(name, ROOT).model
+    ours, stored = model.state_dict(), load_file(str(ROOT / manifest(name)["file"]))
+    mapped = {current_name(k, model): k for k in stored}
+    assert len(mapped) == len(stored) and set(mapped) <= set(ours), set(mapped) - set(ours)
+    for new, old in mapped.items():  # float16 on disk, float32 in memory: the cast back is exact
+        assert torch.equal(ours[new].half(), stored[old]), (old, new)
+    renamed = {old: new for new, old in mapped.items() if old != new}
+    assert renamed and all(OLD_TO_NEW[k] == v for k, v in renamed.items() if k in OLD_TO_NEW)
+    assert not any(".res" in k or k.startswith(("generator.", "head.")) for k in ours)
+
+
 def test_all_course_models_together_stay_small():
     assert sum(manifest(name)["bytes"] for name in NAMES) <= 80 * 2**20
 

@@ -55,18 +55,37 @@ def test_mask_with_wrong_dtype():
 
 
 def test_sequence_longer_than_positional_table():
-    with pytest.raises(ValueError, match=r"longer than the positional table \(max_len=10\).*max_len >= 12"):
+    with pytest.raises(ValueError, match=r"longer than the model's context \(max_len=10\).*max_len >= 12"):
         SinusoidalPositionalEncoding(8, max_len=10)(torch.randn(1, 12, 8))
-    with pytest.raises(ValueError, match="positional table"):
+    with pytest.raises(ValueError, match="context"):
         LearnedPositionalEmbedding(max_len=10, d_model=8)(torch.randn(1, 11, 8))
-    with pytest.raises(ValueError, match="context is 8 tokens"):
+    with pytest.raises(ValueError, match=r"length 9 \(starting at position 0\) .*\(max_len=8\)"):
         GPT(10, max_len=8, n_layers=1, n_heads=1, d_model=8)(torch.zeros(1, 9, dtype=torch.long))
     model = GPT(10, max_len=8, n_layers=1, n_heads=1, d_model=8)
     cache = KVCache()
     model(torch.zeros(1, 8, dtype=torch.long), cache=cache)
-    with pytest.raises(ValueError, match="context is 8 tokens"):
+    with pytest.raises(ValueError, match=r"starting at position 8\) is longer than the model's context \(max_len=8"):
         model(torch.zeros(1, 1, dtype=torch.long), cache=cache)
 
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned", "rope"])
+def test_every_model_refuses_an_over_long_input_the_same_way(positions):
+    """Issue 34: the positions module owns the max_len check, with or without a table (rope has none)."""
+    from course_utils import EncoderClassifier, MaskedLM, Transformer
+
+    shape = dict(d_model=8, n_heads=2, d_ff=16, max_len=8, positions=positions)
+    ids = torch.ones(2, 9, dtype=torch.long)
+    calls = {"GPT": lambda: GPT(10, n_layers=1, **shape)(ids),
+             "EncoderClassifier": lambda: EncoderClassifier(10, 2, n_layers=1, **shape)(ids),
+             "MaskedLM": lambda: MaskedLM(10, n_layers=1, **shape)(ids),
+             "Transformer source": lambda: Transformer(10, 10, n_encoder_layers=1, n_decoder_layers=1, **shape)(
+                 ids, ids[:, :3]),
+             "Transformer target": lambda: Transformer(10, 10, n_encoder_layers=1, n_decoder_layers=1, **shape)(
+                 ids[:, :3], ids)}
+    for call in calls.values():
+        with pytest.raises(ValueError, match=r"^sequence of length 9 \(starting at position 0\) is longer than the "
+                                             r"model's context \(max_len=8\): crop .* max_len >= 9$"):
+            call()
 
 def test_token_ids_outside_vocabulary():
     emb = TokenEmbedding(10, 4)

@@ -78,7 +78,7 @@ def test_shape_table_matches_a_real_forward(d_model, heads, src_len, tgt_len):
     shapes = {"src_ids": tuple(src.shape), "tgt_ids": tuple(tgt.shape),
               "src_mask": tuple(cu.padding_mask(src, model.pad_id).shape)}
     stages = {"src_vectors": model.src_pos, "memory": model.encoder, "tgt_vectors": model.tgt_pos,
-              "dec_out": model.decoder, "logits": model.generator}
+              "dec_out": model.decoder, "logits": model.lm_head}
     hooks = [m.register_forward_hook(lambda _m, _i, out, name=name: shapes.__setitem__(name, tuple(out.shape)))
              for name, m in stages.items()]
     with torch.no_grad(), cu.record_attention(model.decoder.layers[-1]):
@@ -114,9 +114,9 @@ def _layers(seed=0):
 
 def _stale_decoder_layer(layer, y, memory, memory_mask):
     """The lesson's stale-residual cell, on course_utils' names: the layer input y added where a belongs."""
-    a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
-    b = layer.res2.norm(y + layer.cross_attn(a, memory, mask=memory_mask))
-    return layer.res3.norm(b + layer.ffn(b))
+    a = layer.self_attn_residual.norm(y + layer.self_attn(y, is_causal=True))
+    b = layer.cross_attn_residual.norm(y + layer.cross_attn(a, memory, mask=memory_mask))
+    return layer.ffn_residual.norm(b + layer.ffn(b))
 
 
 def test_stale_residual_is_far_from_pytorch_while_ours_matches():
@@ -237,17 +237,17 @@ def test_check_decoder_layer(capsys):
     assert "Not attempted" in capsys.readouterr().out
 
     def stale(layer, y, memory, mask):
-        a = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
-        b = y + layer.cross_attn(layer.res2.norm(a), memory, mask=mask)
-        return b + layer.ffn(layer.res3.norm(b))
+        a = y + layer.self_attn(layer.self_attn_residual.norm(y), is_causal=True)
+        b = y + layer.cross_attn(layer.cross_attn_residual.norm(a), memory, mask=mask)
+        return b + layer.ffn(layer.ffn_residual.norm(b))
 
     assert l07.check_decoder_layer(stale) is False
     assert "stale residual" in capsys.readouterr().out
 
     def post_norm(layer, y, memory, mask):
-        a = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
-        b = layer.res2.norm(a + layer.cross_attn(a, memory, mask=mask))
-        return layer.res3.norm(b + layer.ffn(b))
+        a = layer.self_attn_residual.norm(y + layer.self_attn(y, is_causal=True))
+        b = layer.cross_attn_residual.norm(a + layer.cross_attn(a, memory, mask=mask))
+        return layer.ffn_residual.norm(b + layer.ffn(b))
 
     assert l07.check_decoder_layer(post_norm) is False
     assert "post-norm" in capsys.readouterr().out
@@ -268,8 +268,8 @@ def test_check_decoder_layer(capsys):
 def test_check_decoder_layer_refuses_the_library_layer(capsys):
     assert l07.check_decoder_layer(lambda layer, y, m, mask: layer(y, m, None, mask)) is False
     assert "library's layer" in capsys.readouterr().out
-    assert l07.check_decoder_layer(lambda layer, y, m, mask: layer.res3(
-        layer.res2(layer.res1(y, lambda h: layer.self_attn(h, is_causal=True)),
+    assert l07.check_decoder_layer(lambda layer, y, m, mask: layer.ffn_residual(
+        layer.cross_attn_residual(layer.self_attn_residual(y, lambda h: layer.self_attn(h, is_causal=True)),
                    lambda h: layer.cross_attn(h, m, mask=mask)), layer.ffn)) is False   # the Residual wrappers
     assert "library's layer" in capsys.readouterr().out
 

@@ -1,10 +1,13 @@
 """Parity of LayerNorm, encoder/decoder layers and the full Transformer with torch.nn (weights copied)."""
 
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
 
-from course_utils import DecoderLayer, EncoderLayer, LayerNorm, RMSNorm, Transformer
+from course_utils import DecoderLayer, EncoderLayer, LayerNorm, Residual, RMSNorm, Transformer
+from course_utils.config import LayerConfig
 from course_utils.interop import (
     load_decoder_layer_from_torch,
     load_encoder_layer_from_torch,
@@ -120,7 +123,7 @@ def test_full_transformer_matches_nn_transformer(dtype, norm_first, device):
 def test_transformer_end_to_end_logits_shape_and_tied_weights():
     model = Transformer(30, 40, d_model=16, n_heads=4,
                         n_encoder_layers=1, n_decoder_layers=1, d_ff=32, tie_weights=True)
-    assert model.generator.weight is model.tgt_embed.weight
+    assert model.lm_head.weight is model.tgt_embed.weight
     logits = model(torch.randint(1, 30, (2, 6)), torch.randint(1, 40, (2, 4)))
     assert logits.shape == (2, 4, 40)
 
@@ -152,7 +155,8 @@ def test_every_hyperparameter_reaches_every_layer(build):
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert all(m.bias is None for m in linears)
     layers = [m for m in model.modules() if isinstance(m, (EncoderLayer, DecoderLayer))]
-    assert layers and all(layer.res1.norm_first and layer.res1.dropout.p == 0.3 for layer in layers)
+    assert layers and all(layer.self_attn_residual.norm_first and layer.ffn_residual.dropout.p == 0.3
+                          for layer in layers)
     assert all(layer.self_attn.dropout == 0.1 and layer.ffn.dropout.p == 0.2 for layer in layers)
     rms = build(norm="rms", eps=1e-4)
     assert all(isinstance(n, RMSNorm) and n.eps == 1e-4 for n in _all_norms(rms))
@@ -197,27 +201,87 @@ def test_layer_config_refuses_a_bad_field_when_it_is_made(field, value, error, w
 def _layer_settings(layer) -> dict:
     """What each LayerConfig field became inside one encoder/decoder layer, read from its parts."""
     attns = [m for m in (layer.self_attn, getattr(layer, "cross_attn", None)) if m is not None]
-    norms = [layer.res1.norm, layer.res2.norm] + ([layer.res3.norm] if hasattr(layer, "res3") else [])
-    return {"dropout": {layer.res1.dropout.p, layer.res2.dropout.p}, "attn_dropout": {m.dropout for m in attns},
+    residuals = [m for m in layer.children() if isinstance(m, Residual)]
+    norms = [r.norm for r in residuals]
+    return {"dropout": {r.dropout.p for r in residuals}, "attn_dropout": {m.dropout for m in attns},
             "ffn_dropout": {layer.ffn.dropout.p}, "activation": {layer.ffn.activation.__name__},
-            "norm_first": {layer.res1.norm_first, layer.res2.norm_first},
+            "norm_first": {r.norm_first for r in residuals},
             "eps": {n.eps for n in norms}, "norm": {type(n).__name__ for n in norms},
-            "bias": {layer.ffn.linear1.bias is not None, *(m.qkv_proj.bias is not None for m in attns)}}
+            "bias": {layer.ffn.linear1.bias is not None, *(m.qkv_proj.bias is not None for m in attns)},
+            "positions": {layer.self_attn.rope_base is not None}, "rope_base": {layer.self_attn.rope_base},
+            "ffn": {layer.ffn.kind}, "n_kv_heads": {m.n_kv_heads for m in attns}}
 
 
-@pytest.mark.parametrize("field, value, seen", [
-    ("dropout", 0.3, 0.3), ("attn_dropout", 0.25, 0.25), ("ffn_dropout", 0.15, 0.15), ("activation", "gelu", "gelu"),
-    ("norm_first", True, True), ("eps", 1e-3, 1e-3), ("norm", "rms", "RMSNorm"), ("bias", False, False),
-])
-def test_a_layer_config_field_reaches_every_layer_of_every_model(field, value, seen):
+# One row per LayerConfig field: (keywords that set it, what every layer shows). A field without a row fails below.
+PROBES = {"dropout": ({"dropout": 0.3}, 0.3), "attn_dropout": ({"attn_dropout": 0.25}, 0.25),
+          "ffn_dropout": ({"ffn_dropout": 0.15}, 0.15), "activation": ({"activation": "gelu"}, "gelu"),
+          "norm_first": ({"norm_first": True}, True), "eps": ({"eps": 1e-3}, 1e-3),
+          "norm": ({"norm": "rms"}, "RMSNorm"),
+          "bias": ({"bias": False}, False), "positions": ({"positions": "rope"}, True),
+          "rope_base": ({"positions": "rope", "rope_base": 500.0}, 500.0), "ffn": ({"ffn": "swiglu"}, "swiglu"),
+          "n_kv_heads": ({"n_kv_heads": 1}, 1)}
+
+
+def _every_model(config=None, **kw):
     from course_utils import GPT, EncoderClassifier, MaskedLM
 
-    kw = dict(d_model=8, n_heads=2, d_ff=16, **{field: value})
-    models = [Transformer(11, 12, n_encoder_layers=2, n_decoder_layers=2, **kw), GPT(11, n_layers=2, **kw),
-              EncoderClassifier(11, 2, n_layers=2, **kw), MaskedLM(11, n_layers=2, **kw),
-              EncoderLayer(8, 2, 16, **{field: value}), DecoderLayer(8, 2, 16, **{field: value})]
-    for model in models:
+    shape = dict(d_model=8, n_heads=2, d_ff=16)
+    return [Transformer(11, 12, n_encoder_layers=2, n_decoder_layers=2, config=config, **shape, **kw),
+            GPT(11, n_layers=2, config=config, **shape, **kw), EncoderClassifier(11, 2, n_layers=2, config=config,
+                                                                                 **shape, **kw),
+            MaskedLM(11, n_layers=2, config=config, **shape, **kw), EncoderLayer(8, 2, 16, config=config, **kw),
+            DecoderLayer(8, 2, 16, config=config, **kw)]
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(LayerConfig)])
+def test_a_layer_config_field_reaches_every_layer_of_every_model(field):
+    assert field in PROBES, f"LayerConfig.{field} has no probe: add one to PROBES (and plumb it into the parts)"
+    given, seen = PROBES[field]
+    for model in _every_model(**given):
         layers = [m for m in model.modules() if isinstance(m, (EncoderLayer, DecoderLayer))]
         assert layers, type(model).__name__
         for layer in layers:
             assert _layer_settings(layer)[field] == {seen}, (type(model).__name__, field)
+
+
+def _fields_read(config_class, **settings) -> set[str]:
+    """The fields of ``config_class`` that building every model (and each layer alone) reads from one config."""
+    names, reads = {f.name for f in dataclasses.fields(config_class)}, set()
+
+    class Recording(config_class):
+        def __getattribute__(self, name):
+            if name in names:
+                reads.add(name)
+            return object.__getattribute__(self, name)
+
+    config = Recording(**settings)
+    reads.clear()  # __post_init__'s checks read every field
+    _every_model(config)
+    return reads
+
+
+def _unread(config_class) -> set[str]:
+    """Fields that no part reads, whatever the settings (swiglu ignores activation, only rope reads rope_base)."""
+    read = _fields_read(config_class) | _fields_read(config_class, positions="rope", ffn="swiglu")
+    return {f.name for f in dataclasses.fields(config_class)} - read
+
+
+def test_every_layer_config_field_is_read_by_the_parts():
+    assert _unread(LayerConfig) == set()
+
+
+def test_a_new_field_that_no_part_reads_is_caught():
+    """The check above is not vacuous: a field added to LayerConfig and plumbed nowhere is reported."""
+    extended = dataclasses.make_dataclass("Extended", [("qk_norm", bool, False)], bases=(LayerConfig,), frozen=True)
+    assert _unread(extended) == {"qk_norm"}
+
+
+def test_each_field_has_one_default_and_a_lone_part_takes_it():
+    """LayerConfig holds the only defaults: a part built without a config shows them."""
+    from course_utils import MultiHeadAttention, PositionwiseFeedForward
+
+    default = LayerConfig()
+    assert RMSNorm(8).eps == LayerNorm(8).eps == default.eps
+    assert MultiHeadAttention(8, 2).dropout == PositionwiseFeedForward(8, 16).dropout.p == default.dropout
+    assert Residual(8).dropout.p == default.dropout and Residual(8).norm_first == default.norm_first
+    assert _layer_settings(EncoderLayer(8, 2, 16)) == _layer_settings(EncoderLayer(8, 2, 16, config=default))

@@ -39,7 +39,7 @@ def test_encoder_classifier_pools_with_the_shared_masked_mean():
     ids = torch.randint(1, 30, (2, 7))
     ids[1, 4:] = 0
     h = model.encoder(model.pos(model.embed(ids)), (ids != 0)[:, None, None, :])
-    torch.testing.assert_close(model(ids), model.head(masked_mean(h, ids != 0)))
+    torch.testing.assert_close(model(ids), model.classifier(masked_mean(h, ids != 0)))
     torch.testing.assert_close(model(ids[1:, :4]), model(ids)[1:], atol=1e-5, rtol=1e-5)   # padding-independent
 
 

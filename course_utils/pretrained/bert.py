@@ -180,10 +180,10 @@ class SentenceClassifier(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(encoder.bert.config.hidden_size, n_classes)
+        self.classifier = nn.Linear(encoder.bert.config.hidden_size, n_classes)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         if attention_mask is None:                                           # [PAD] ids are padding
             attention_mask = input_ids != self.encoder.bert.config.pad_token_id
         hidden = self.encoder.bert(input_ids, attention_mask)                # (B, T, C)
-        return self.head(self.dropout(masked_mean(hidden, attention_mask)))   # (B, n_classes)
+        return self.classifier(self.dropout(masked_mean(hidden, attention_mask)))   # (B, n_classes)

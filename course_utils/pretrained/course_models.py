@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -16,12 +17,16 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_file, save_model
 
 from ..models import GPT, EncoderClassifier, MaskedLM, Transformer
 from ..modes import model_device
 from ..safe_files import file_sha256, verify_file
 from ..tokenizers import Tokenizer
+
+# State-dict names before issue 34 (files saved then keep them: they are mapped on load, not re-saved).
+_OLD_HEADS = {"generator": "lm_head", "head": "classifier", "decoder": "lm_head"}  # MaskedLM.decoder: weight, bias
+_RESIDUALS = {"EncoderLayer": ("self_attn", "ffn"), "DecoderLayer": ("self_attn", "cross_attn", "ffn")}
 
 KINDS = {"gpt": GPT, "transformer": Transformer, "masked_lm": MaskedLM, "encoder_classifier": EncoderClassifier}
 
@@ -92,6 +97,33 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
     return manifest_path
 
 
+def current_name(key: str, model: torch.nn.Module) -> str:
+    """``key`` of a state dict saved before issue 34 under today's name: ``….res2.…`` -> ``….ffn_residual.…`` (or
+    ``cross_attn_residual`` in a decoder layer), ``generator.`` / MaskedLM's ``decoder.`` -> ``lm_head.``, ``head.``
+    -> ``classifier.``; today's names pass unchanged."""
+    old = re.fullmatch(r"(.*)\.res(\d)\.(.*)", key)
+    if old:
+        kind = type(model.get_submodule(old[1])).__name__
+        return f"{old[1]}.{_RESIDUALS[kind][int(old[2]) - 1]}_residual.{old[3]}"
+    head, _, rest = key.partition(".")
+    if head in _OLD_HEADS and rest in ("weight", "bias") and not hasattr(model, head):
+        return f"{_OLD_HEADS[head]}.{rest}"
+    return key
+
+
+def load_weights(model: torch.nn.Module, path: str | os.PathLike) -> torch.nn.Module:
+    """Load a safetensors file into ``model`` strictly, old names mapped (``current_name``); a tied weight is stored
+    once, so a missing key is accepted only if it shares its tensor with a loaded one."""
+    state = {current_name(k, model): v for k, v in load_file(str(path)).items()}
+    result = model.load_state_dict(state, strict=False)
+    ours = model.state_dict()
+    loaded = {ours[k].data_ptr() for k in state if k in ours}
+    missing = [k for k in result.missing_keys if ours[k].data_ptr() not in loaded]
+    if missing or result.unexpected_keys:
+        raise ValueError(f"{path} does not fit this model: missing {missing}, unexpected {result.unexpected_keys}")
+    return model
+
+
 def load_course_model(name: str, folder: str | os.PathLike | None = None, device: str = "cpu") -> CourseModel:
     """``(model in eval mode, {role: tokenizer}, manifest)``; a missing or damaged weights file (size, sha256 as in
     the manifest) raises an error naming the command that rebuilds it."""
@@ -105,6 +137,6 @@ def load_course_model(name: str, folder: str | os.PathLike | None = None, device
     verify_file(weights, size=manifest["bytes"], sha256=manifest["sha256"],
                 fix=f"Restore it (git checkout -- {weights.name}) or rebuild it: {manifest['command']}")
     model = KINDS[manifest["kind"]](**manifest["config"]).half()
-    load_model(model, str(weights), strict=True)
+    load_weights(model, weights)
     tokenizers = {role: Tokenizer.from_dict(d) for role, d in manifest["tokenizers"].items()}
     return CourseModel(model.float().to(device).eval(), tokenizers, manifest)

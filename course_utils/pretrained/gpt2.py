@@ -16,8 +16,9 @@ from .known_files import GPT2, check_model_files
 from .loading import PretrainedNotFoundError, copy_checkpoint, hf_cache_root
 
 _CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # (in, out) storage: transpose
-_BLOCK = (("ln_1", "res1.norm"), ("attn.c_attn", "self_attn.qkv_proj"), ("attn.c_proj", "self_attn.out_proj"),
-          ("ln_2", "res2.norm"), ("mlp.c_fc", "ffn.linear1"), ("mlp.c_proj", "ffn.linear2"))
+_BLOCK = (("ln_1", "self_attn_residual.norm"), ("attn.c_attn", "self_attn.qkv_proj"),
+          ("attn.c_proj", "self_attn.out_proj"), ("ln_2", "ffn_residual.norm"), ("mlp.c_fc", "ffn.linear1"),
+          ("mlp.c_proj", "ffn.linear2"))
 GET_GPT2 = ("pip install huggingface_hub, then: huggingface-cli download gpt2 config.json model.safetensors "
             "vocab.json merges.txt tokenizer.json --local-dir gpt2 (about 550 MB), and pass that folder")
 

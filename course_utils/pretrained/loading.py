@@ -24,8 +24,9 @@ class PretrainedNotFoundError(ImportError):
     """The pretrained weights are not installed (ImportError: a missing package) or the folder lacks files."""
 
 
-_LAYER = (("attention.output.dense", "self_attn.out_proj"), ("attention.output.LayerNorm", "res1.norm"),
-          ("intermediate.dense", "ffn.linear1"), ("output.dense", "ffn.linear2"), ("output.LayerNorm", "res2.norm"))
+_LAYER = (("attention.output.dense", "self_attn.out_proj"),
+          ("attention.output.LayerNorm", "self_attn_residual.norm"), ("intermediate.dense", "ffn.linear1"),
+          ("output.dense", "ffn.linear2"), ("output.LayerNorm", "ffn_residual.norm"))
 
 
 def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], str]]:

@@ -105,7 +105,7 @@ def component_of(name: str) -> str:
     """The COMPONENTS entry a parameter name of ``course_utils.Transformer`` belongs to."""
     if name.startswith(("src_embed.", "tgt_embed.")):
         return "embeddings"
-    if name.startswith("generator."):
+    if name.startswith("lm_head."):
         return "output"
     side = "enc" if name.startswith("encoder.") else "dec" if name.startswith("decoder.") else None
     if side is None:
@@ -113,7 +113,7 @@ def component_of(name: str) -> str:
     for part, comp in ((".self_attn.", "self_attn"), (".cross_attn.", "cross_attn"), (".ffn.", "ffn")):
         if part in name:
             return f"{side}_{comp}"
-    return f"{side}_norm"  # res1/2/3.norm and the final norm
+    return f"{side}_norm"  # the residual sublayers' norms and the final norm
 
 
 def build_base_model(share_embeddings: bool = True, tie_output: bool = True, device: str = "meta",

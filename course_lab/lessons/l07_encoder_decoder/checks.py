@@ -46,20 +46,20 @@ def _decoder_case(seed: int = 7, norm_first: bool = True):
 def _pre_norm_decoder_layer(layer, y: torch.Tensor, memory: torch.Tensor,
                            memory_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Reference of exercise 1: the pre-norm decoder layer, ``x + Sublayer(LayerNorm(x))`` three times."""
-    y = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
-    y = y + layer.cross_attn(layer.res2.norm(y), memory, mask=memory_mask)
-    return y + layer.ffn(layer.res3.norm(y))
+    y = y + layer.self_attn(layer.self_attn_residual.norm(y), is_causal=True)
+    y = y + layer.cross_attn(layer.cross_attn_residual.norm(y), memory, mask=memory_mask)
+    return y + layer.ffn(layer.ffn_residual.norm(y))
 
 
 def _pre_norm_variants(layer, y, memory, mask) -> dict[str, torch.Tensor]:
     """Typical wrong answers to exercise 1, to give a precise hint."""
-    a = y + layer.self_attn(layer.res1.norm(y), is_causal=True)
-    b_stale = y + layer.cross_attn(layer.res2.norm(a), memory, mask=mask)
-    post = layer.res1.norm(y + layer.self_attn(y, is_causal=True))
-    post = layer.res2.norm(post + layer.cross_attn(post, memory, mask=mask))
-    return {"stale": b_stale + layer.ffn(layer.res3.norm(b_stale)),
+    a = y + layer.self_attn(layer.self_attn_residual.norm(y), is_causal=True)
+    b_stale = y + layer.cross_attn(layer.cross_attn_residual.norm(a), memory, mask=mask)
+    post = layer.self_attn_residual.norm(y + layer.self_attn(y, is_causal=True))
+    post = layer.cross_attn_residual.norm(post + layer.cross_attn(post, memory, mask=mask))
+    return {"stale": b_stale + layer.ffn(layer.ffn_residual.norm(b_stale)),
             "unmasked": _pre_norm_decoder_layer(layer, y, memory, None),
-            "post_norm": layer.res3.norm(post + layer.ffn(post))}
+            "post_norm": layer.ffn_residual.norm(post + layer.ffn(post))}
 
 
 @never_raises
@@ -69,7 +69,8 @@ def check_decoder_layer(fn) -> bool:
     with torch.no_grad():
         want = layer(y, memory, None, mask)
         wrong = _pre_norm_variants(layer, y, memory, mask)
-        whole = [(m, "forward") for m in (layer, layer.res1, layer.res2, layer.res3)]
+        whole = [(m, "forward") for m in (layer, layer.self_attn_residual, layer.cross_attn_residual,
+                                          layer.ffn_residual)]
         with watching(fn, whole) as calls:
             ok, got = attempt(fn, layer, y, memory, mask)
         if not ok:

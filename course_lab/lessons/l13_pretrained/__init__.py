@@ -134,8 +134,8 @@ def copy_layer_to_torch(layer) -> torch.nn.TransformerEncoderLayer:
     (copied by ``course_utils.interop.copy_to_torch``)."""
     d = layer.self_attn.d_model
     theirs = torch.nn.TransformerEncoderLayer(d, layer.self_attn.n_heads, layer.ffn.linear1.out_features,
-                                              dropout=0.0, activation="gelu", layer_norm_eps=layer.res1.norm.eps,
-                                              batch_first=True, norm_first=False)
+                                              dropout=0.0, activation="gelu", batch_first=True, norm_first=False,
+                                              layer_norm_eps=layer.self_attn_residual.norm.eps)
     return copy_to_torch(layer, theirs).eval()
 
 
