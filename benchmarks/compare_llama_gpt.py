@@ -197,7 +197,7 @@ def main(argv=None) -> int:
             for seed in args.seeds for name in args.models]        # interleaved: machine load hits every model alike
     load["end"] = os.getloadavg()[0]
     result = {
-        "command": "python " + " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
+        "command": shlex.join(["python", "benchmarks/compare_llama_gpt.py", *(sys.argv[1:] if argv is None else argv)]),
         "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
         "device": args.device, "threads": torch.get_num_threads(), "note": args.note, "load_average_1min": load,
         "minutes": round((time.time() - started) / 60, 1),

@@ -165,3 +165,28 @@ def test_load_comparison_missing_and_present(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"command": "python benchmarks/compare_llama_gpt.py", "runs": []}))
     assert l16.load_comparison(path)["runs"] == []
+
+
+def test_the_benchmark_runs_end_to_end(tmp_path):
+    """benchmarks/compare_llama_gpt.py on a tiny setting (the bundled text sample): three models at the GPT's
+    parameter count, the sliding and the whole-window scores, and the JSON the lesson reads."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_llama_gpt.py"
+    spec = importlib.util.spec_from_file_location("compare_llama_gpt", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "r.json"
+    assert bench.main(["--steps", "3", "--context", "16", "--eval-chars", "300", "--seeds", "0", "1", "--d-model",
+                       "16", "--heads", "4", "--kv-heads", "2", "--layers", "1", "--gpt-d-ff", "32", "--batch-size",
+                       "4", "--data-dir", str(tmp_path / "no-data"), "--json", str(out)]) == 0
+    result = l16.load_comparison(out)
+    assert result["seeds"] == [0, 1] and len(result["runs"]) == 6
+    params = {r["model"]: r["params"] for r in result["runs"]}
+    assert abs(params["llama"] - params["gpt"]) < 3 * 16 and abs(params["gpt_rope"] - params["gpt"]) < 2 * 16 + 2
+    gpt, llama = result["summary"]["gpt"], result["summary"]["llama"]
+    assert "beyond_T_at_2T_full" not in gpt and llama["beyond_T_at_4T_full"]["n"] == 2
+    assert "--steps 3" in l16.command(result) and "bundled sample" in result["data"]
+    text = l16.format_comparison(result, "en")
+    assert "Llama block" in text and "—" in text
