@@ -311,6 +311,64 @@ def _symmetric_detached(a, b, scale):
     return ((one_way + other_way) / 2).detach()
 
 
+# --- lesson 16: Hugging Face's helpers under other names, an input scaled in place, a counted module -------------
+
+def _rope_by_hf_rotate_half(x, positions, base=10000.0):
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    d_k = x.shape[-1]
+    angle = positions[:, None, :, None].to(x.dtype) * base ** (-torch.arange(0, d_k, 2, dtype=x.dtype) / d_k)
+    return x * torch.cat([angle.cos()] * 2, -1) + rotate_half(x) * torch.cat([angle.sin()] * 2, -1)
+
+
+def _rope_by_hf_module(x, positions, base=10000.0):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    d_k = x.shape[-1]
+    rotary = LlamaRotaryEmbedding(LlamaConfig(hidden_size=2 * d_k, num_attention_heads=2,
+                                              rope_parameters={"rope_type": "default", "rope_theta": base}))
+    cos, sin = (t[:, None].to(x.dtype) for t in rotary(x, positions))                  # (B, 1, T, d_k)
+    return x * cos + torch.cat([-x[..., d_k // 2:], x[..., : d_k // 2]], -1) * sin
+
+
+def _gqa_by_repeat_kv(q, k, v):
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    group = q.size(1) // k.size(1)
+    k, v = repeat_kv(k, group), repeat_kv(v, group)
+    T, T_k = q.size(2), k.size(2)
+    keep = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    return (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).masked_fill(~keep, float("-inf")).softmax(-1) @ v
+
+
+def _gqa_scaling_q_in_place(q, k, v):            # divides the caller's q by √d_k
+    q.div_(q.size(-1) ** 0.5)
+    group = q.size(1) // k.size(1)
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    T, T_k = q.size(2), k.size(2)
+    keep = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    return (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf")).softmax(-1) @ v
+
+
+def _llama_block_by_linears(d, h, h_kv, f):      # the maps built as nn.Linear, then counted
+    d_kv = h_kv * (d // h)
+    with torch.device("meta"):                   # shapes only: a 4096-wide block allocates nothing
+        maps = [torch.nn.Linear(d, d, bias=False), torch.nn.Linear(d, d_kv, bias=False),
+                torch.nn.Linear(d, d_kv, bias=False), torch.nn.Linear(d, d, bias=False)]
+    return sum(m.weight.numel() for m in maps) + 3 * d * f + 2 * d
+
+
+def _llama_block_by_state_dict(d, h, h_kv, f):
+    d_kv = h_kv * (d // h)
+    with torch.device("meta"):
+        block = torch.nn.ModuleDict({"q": torch.nn.Linear(d, d, bias=False), "k": torch.nn.Linear(d, d_kv, bias=False),
+                                     "v": torch.nn.Linear(d, d_kv, bias=False), "o": torch.nn.Linear(d, d, bias=False),
+                                     "gate": torch.nn.Linear(d, f, bias=False), "up": torch.nn.Linear(d, f, bias=False),
+                                     "down": torch.nn.Linear(f, d, bias=False)})
+    return sum(t.numel() for t in block.state_dict().values()) + 2 * d
+
+
 REFUSALS = {
     "l00_welcome": {
         "check_mha_parameter_count": (
@@ -396,6 +454,15 @@ REFUSALS = {
         "check_encode_chunk": (("another alias of the library function", a15._encode_by_tokenizer,
                                 "the course's BPE"),),
         "check_stream_decode": (("another alias of the library function", _stream_by_join, "O(n²)"),),
+    },
+    "l16_modern_decoder": {
+        "check_rope_at": (("another alias of the library function", _rope_by_hf_rotate_half, "rotation yourself"),
+                          ("another alias of the library function", _rope_by_hf_module, "rotation yourself")),
+        "check_gqa_attention": (("another alias of the library function", _gqa_by_repeat_kv, "do the grouping"),
+                                ("in-place change", _gqa_scaling_q_in_place, "in place")),
+        "check_llama_block_params": (("another route to the layer", _llama_block_by_linears, "counted the parameters"),
+                                     ("state_dict / _parameters", _llama_block_by_state_dict,
+                                      "counted the parameters")),
     },
 }
 
