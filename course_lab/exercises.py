@@ -620,8 +620,15 @@ def loaded_targets(spec: Iterable[tuple[str, Iterable[str]]]) -> list[tuple[obje
     out = []
     for module_name, names in spec:
         module = sys.modules.get(module_name)
-        if module is not None:
-            out += [(module, name) for name in names if isinstance(getattr(module, name, None), (type, Callable))]
+        for name in names if module is not None else ():
+            owner, _, attribute = name.rpartition(".")       # "Tokenizer.encode": a method of a class of the module
+            owner = getattr(module, owner, None) if owner else module
+            value = getattr(owner, attribute, None)
+            if value is None or not callable(value):
+                continue
+            if isinstance(value, type) and value.__init__ is object.__init__:
+                continue  # an extension type built in __new__: watched through the methods named instead
+            out.append((owner, attribute))
     return out
 
 
@@ -629,7 +636,7 @@ def watching_installed(fn: Callable, first_args: tuple, targets: list, spec) -> 
     """:func:`watching` over ``targets`` plus the installed-package targets of ``spec`` that ``fn`` reaches: ``fn``
     runs once on ``first_args`` first (its result is dropped), so that a package it imports inside is loaded."""
     try:
-        with time_limit(30.0):  # importing a large package may take seconds; the real calls have the usual limit
+        with time_limit(60.0):  # importing a large package may take long; the real calls have the usual limit
             fn(*first_args)
     except (Exception, _TooSlow):  # the real calls report it; this one only loads what fn imports
         pass

@@ -193,7 +193,7 @@ _TOY_WORDS = {"unaffable": ["una", "##ffa", "##ble"], "playing": ["play", "##ing
               "plx": ["[UNK]"], "xplay": ["[UNK]"], "p": ["p"]}
 
 
-_INSTALLED_WORDPIECE = (("tokenizers.models", ("WordPiece",)), ("tokenizers", ("Tokenizer",)),
+_INSTALLED_WORDPIECE = (("tokenizers", ("Tokenizer.encode", "Tokenizer.encode_batch")),
                         ("tokenizers.implementations", ("BertWordPieceTokenizer",)),
                         ("transformers.models.bert.tokenization_bert", ("WordpieceTokenizer", "BertTokenizer")),
                         ("transformers", ("BertTokenizer", "BertTokenizerFast")))
