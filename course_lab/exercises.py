@@ -745,3 +745,37 @@ def grad_problem(got) -> Problem | None:
             "operations, without .detach(), .item() or torch.no_grad()",
             "结果不带梯度（requires_grad 为 False）：请直接用 torch 运算从输入算出它，不要用 .detach()、"
             ".item() 或 torch.no_grad()")
+
+
+# --- installed packages that reach what an exercise is about (appended by the lessons 08-14 pass) ----------------
+
+
+def loaded_targets(spec: Iterable[tuple[str, Iterable[str]]]) -> list[tuple[object, str]]:
+    """``(owner, name)`` targets for :func:`watching`, from packages outside the course (``transformers``,
+    ``tokenizers``): ``spec`` is ``((module name, (attribute, ...)), ...)``, and only modules already imported
+    count, so a check never pays for importing a large package. An answer that uses one has imported it by the
+    time it returns: call the answer once before watching (:func:`watching_installed` does)."""
+    out = []
+    for module_name, names in spec:
+        module = sys.modules.get(module_name)
+        for name in names if module is not None else ():
+            owner, _, attribute = name.rpartition(".")       # "Tokenizer.encode": a method of a class of the module
+            owner = getattr(module, owner, None) if owner else module
+            value = getattr(owner, attribute, None)
+            if value is None or not callable(value):
+                continue
+            if isinstance(value, type) and value.__init__ is object.__init__:
+                continue  # an extension type built in __new__: watched through the methods named instead
+            out.append((owner, attribute))
+    return out
+
+
+def watching_installed(fn: Callable, first_args: tuple, targets: list, spec) -> contextlib.AbstractContextManager:
+    """:func:`watching` over ``targets`` plus the installed-package targets of ``spec`` that ``fn`` reaches: ``fn``
+    runs once on ``first_args`` first (its result is dropped), so that a package it imports inside is loaded."""
+    try:
+        with time_limit(60.0):  # importing a large package may take long; the real calls have the usual limit
+            fn(*first_args)
+    except (Exception, _TooSlow):  # the real calls report it; this one only loads what fn imports
+        pass
+    return watching(fn, list(targets) + loaded_targets(spec))

@@ -44,6 +44,7 @@ PARTS: tuple[Part, ...] = (
     Part("attention", {"en": "Attention", "zh": "注意力"}),
     Part("model", {"en": "Building the model", "zh": "搭建模型"}),
     Part("training", {"en": "Training and using it", "zh": "训练与应用"}),
+    Part("modern", {"en": "The modern Transformer", "zh": "现代 Transformer"}),
 )
 
 LESSONS: tuple[Lesson, ...] = (
@@ -110,6 +111,20 @@ LESSONS: tuple[Lesson, ...] = (
            {"en": "Fused attention, torch.compile, mixed precision, and how to measure speed.",
             "zh": "融合注意力、torch.compile、混合精度，以及如何测速。"},
            "training", r"$\mathrm{cost} \propto T^2 d_{\mathrm{model}} + T\, d_{\mathrm{model}}^2$"),
+    Lesson("15_byte_pair_encoding", {"en": "Tokens by hand: byte-pair encoding", "zh": "亲手分词：字节对编码"},
+           {"en": "A byte-level BPE trained by hand in English and Chinese, checked against tokenizers; what it "
+                  "costs each language.",
+            "zh": "亲手在英文和中文上训练字节级 BPE，与 tokenizers 库对照；分词给每种语言带来的代价。"},
+           "modern", r"$(a, b)^{*} = \arg\max_{(a, b)} \mathrm{count}(a\,b)$"),
+    Lesson("16_modern_decoder", {"en": "The modern decoder block", "zh": "现代解码器块"},
+           {"en": "RoPE, RMSNorm, SwiGLU and grouped-query attention: the Llama block, checked against "
+                  "LlamaForCausalLM.",
+            "zh": "旋转位置编码、RMSNorm、SwiGLU 与分组查询注意力：Llama 块，与 LlamaForCausalLM 对照。"},
+           "modern", r"$q_m^{T} k_n = (R_{\Theta, m} W_q x_m)^{T} (R_{\Theta, n} W_k x_n)$"),
+    Lesson("17_fine_tuning_lora", {"en": "Fine-tuning and LoRA", "zh": "微调与低秩适配（LoRA）"},
+           {"en": "Fine-tuning MiniLM on SST-2: every weight, or a low-rank few (LoRA), against a frozen probe.",
+            "zh": "在 SST-2 上微调 MiniLM：训练全部权重，还是只训练低秩的一小部分（LoRA），并与冻结探针比较。"},
+           "modern", r"$W' = W + \frac{\alpha}{r} B A$"),
 )
 
 

@@ -15,6 +15,14 @@ def _bce(z, y):
     return m + torch.log(torch.exp(-m) + torch.exp(z - m)) - y * z
 
 
+def _bce_textbook_stable(z, y):                                    # relu(z) + log(1 + e^-|z|) - y z: a kink at 0
+    return torch.relu(z) + torch.log1p(torch.exp(-z.abs())) - y * z
+
+
+def _bce_by_where(z, y):
+    return torch.where(z > 0, z, 0.0) + torch.log1p(torch.exp(-z.abs())) - y * z
+
+
 def _bce_through_sigmoid(z, y):
     p = torch.sigmoid(z)                                           # rounds to exactly 0 or 1 for |z| large
     return -(y * torch.log(p) + (1 - y) * torch.log(1 - p))
@@ -48,7 +56,8 @@ L08 = [
     Answer("check_binary_cross_entropy", _bce, wrong=_bce_through_sigmoid,
            shortcut=lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="none"),
            says="applies the trick for you",
-           also=((lambda z, y: torch.logsumexp(torch.stack([torch.zeros_like(z), z]), 0) - y * z, "logsumexp"),)),
+           also=((lambda z, y: torch.logsumexp(torch.stack([torch.zeros_like(z), z]), 0) - y * z, "logsumexp"),),
+           right=(_bce_textbook_stable, _bce_by_where)),
     Answer("check_soft_cross_entropy", _soft_ce, wrong=_soft_ce_through_softmax,
            shortcut=lambda logits, q: F.cross_entropy(logits, q), says="takes a target distribution"),
     Answer("check_smoothed_confidence", _confidence, wrong=_confidence_without_smoothing,

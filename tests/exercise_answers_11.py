@@ -15,6 +15,11 @@ def _min_p(logits, p_base):
     return logits.masked_fill(probs < p_base * probs.amax(-1, keepdim=True), float("-inf"))
 
 
+def _min_p_in_log_space(logits, p_base):       # log p_i >= log max p + log p_base, without a softmax
+    return logits.masked_fill(logits < logits.amax(-1, keepdim=True) + torch.log(torch.tensor(p_base)),
+                              float("-inf"))
+
+
 def _p_range(probs, k):
     best = probs.sort(descending=True).values
     return float(best[:k - 1].sum()), float(best[:k].sum())
@@ -47,7 +52,8 @@ L11 = [
            shortcut=_count_a_built_block, says="counted the parameters of a built module"),
     Answer("check_min_p", _min_p,
            wrong=lambda z, p: z.masked_fill(torch.softmax(z, -1) < p, float("-inf")),     # absolute threshold
-           shortcut=lambda z, p: top_p_filter(z, 1 - p), says="write the filter yourself"),
+           shortcut=lambda z, p: top_p_filter(z, 1 - p), says="write the filter yourself",
+           right=(_min_p_in_log_space,)),
     Answer("check_top_p_range", _p_range, wrong=_p_range_including_itself, shortcut=_p_range_by_search,
            says="searching for p", also=((_p_range_unsorted, "vocabulary order"),)),
 ]

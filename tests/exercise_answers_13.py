@@ -65,7 +65,7 @@ L13 = [
     Answer("check_symmetric_loss", _symmetric, wrong=_one_way,                             # one direction only
            shortcut=_symmetric_with_cross_entropy, says="the function this exercise asks you to write"),
     Answer("check_wordpiece", references.wordpiece, wrong=_shortest_first,
-           shortcut=_tokenizer_wordpiece, says="tokenizer's wordpiece"),
+           shortcut=_tokenizer_wordpiece, says="You called wordpiece"),
 ]
 
 ANSWERS = {"l13_pretrained": L13}

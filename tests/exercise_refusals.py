@@ -668,3 +668,102 @@ ISSUE_39 = {
 for _lesson, _table in ISSUE_39.items():
     for _check, _entries in _table.items():
         REFUSALS.setdefault(_lesson, {})[_check] = REFUSALS.get(_lesson, {}).get(_check, ()) + _entries
+
+
+# --- issue 39 §1, lessons 08-14: one class at a time -----------------------------------------------------------
+
+BULLETS += ("library function under another name", "ties and off-by-ones")
+
+
+def _min_p_by_transformers(logits, p_base):      # an installed package's ready-made min-p filter
+    from transformers.generation.logits_process import MinPLogitsWarper
+    flat = logits.reshape(-1, logits.shape[-1]).float()
+    return MinPLogitsWarper(p_base)(None, flat).reshape(logits.shape)
+
+
+def _unigram_from_the_labels(train_ids, labels, special_ids):   # the most frequent *label*: a peek at the answers
+    scored = labels[labels != -100]
+    return (scored == torch.mode(scored).values).float().mean()
+
+
+REFUSALS.setdefault("l11_gpt", {}).setdefault("check_min_p", ())
+REFUSALS["l11_gpt"]["check_min_p"] += (("library function under another name", _min_p_by_transformers,
+                                        "MinPLogitsWarper"),)
+REFUSALS.setdefault("l12_masked_lm", {}).setdefault("check_unigram_baseline", ())
+REFUSALS["l12_masked_lm"]["check_unigram_baseline"] += (("ties and off-by-ones", _unigram_from_the_labels,
+                                                          "most frequent *label*"),)
+
+
+def _bce_by_cross_entropy_on_two_logits(z, y):   # the two-class softmax loss over (0, z): the trick done for you
+    return F.cross_entropy(torch.stack([torch.zeros_like(z), z], -1), y.long(), reduction="none")
+
+
+def _bce_by_log_softmax_method(z, y):
+    return -(torch.stack([torch.zeros_like(z), z], -1).log_softmax(-1) * torch.stack([1 - y, y], -1)).sum(-1)
+
+
+REFUSALS.setdefault("l08_output_loss", {}).setdefault("check_binary_cross_entropy", ())
+REFUSALS["l08_output_loss"]["check_binary_cross_entropy"] += (
+    ("library function under another name", _bce_by_cross_entropy_on_two_logits, "cross_entropy"),
+    ("library function under another name", _bce_by_log_softmax_method, "log_softmax"))
+
+
+def _early_stop_on_ties(dev_losses, patience):   # "<=": a tie with the best resets the patience
+    best, waited = 0, 0
+    for i, loss in enumerate(dev_losses):
+        if loss <= dev_losses[best]:
+            best, waited = i, 0
+        else:
+            waited += 1
+            if waited == patience:
+                return i, best
+    return len(dev_losses) - 1, best
+
+
+REFUSALS.setdefault("l09_classifier", {}).setdefault("check_early_stop", ())
+REFUSALS["l09_classifier"]["check_early_stop"] += (("ties and off-by-ones", _early_stop_on_ties, "<= instead of <"),)
+
+
+def _symmetric_by_course_cross_entropy(a, b, scale):   # the course's cross-entropy: the forbidden one, renamed
+    logits = scale * a @ b.T
+    target = torch.arange(len(a))
+    return (course_utils.losses.cross_entropy(logits, target) + course_utils.losses.cross_entropy(logits.T, target)) / 2
+
+
+REFUSALS.setdefault("l13_pretrained", {}).setdefault("check_symmetric_loss", ())
+REFUSALS["l13_pretrained"]["check_symmetric_loss"] += (("library function under another name",
+                                                         _symmetric_by_course_cross_entropy, "You called"),)
+
+
+def _wordpiece_by_the_tokenizers_package(word, vocab):   # the Rust WordPiece of `tokenizers`, imported inside
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordPiece
+    tok = Tokenizer(WordPiece({piece: i for i, piece in enumerate(sorted(vocab))}, unk_token="[UNK]"))
+    return tok.encode(word).tokens
+
+
+REFUSALS.setdefault("l13_pretrained", {}).setdefault("check_wordpiece", ())
+REFUSALS["l13_pretrained"]["check_wordpiece"] += (("library function under another name",
+                                                    _wordpiece_by_the_tokenizers_package, "You called"),)
+
+
+BULLETS += ("measuring instead of deriving", "misleading verdict")
+
+
+def _flops_by_counter(b, t_q, t_k, d):            # counts a real module's FLOPs instead of deriving them
+    from torch.utils.flop_counter import FlopCounterMode
+    mha = torch.nn.MultiheadAttention(d, 1, batch_first=True, device="meta")
+    q, kv = torch.empty(b, t_q, d, device="meta"), torch.empty(b, t_k, d, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        mha(q, kv, kv, need_weights=False)
+    return counter.get_total_flops()
+
+
+def _flops_all_projections_at_t_q(b, t_q, t_k, d):   # the usual slip: Q, K, V, O all over the T_q positions
+    return 8 * b * t_q * d * d + 4 * b * t_q * t_k * d
+
+
+REFUSALS.setdefault("l14_fast", {}).setdefault("check_cross_attention_flops", ())
+REFUSALS["l14_fast"]["check_cross_attention_flops"] += (
+    ("measuring instead of deriving", _flops_by_counter, "You measured"),
+    ("misleading verdict", _flops_all_projections_at_t_q, "K and V are projections of the encoder output"))

@@ -201,7 +201,7 @@ def test_run_check_names_the_input_in_the_given_language(capsys):
 # done: then its stubs, crashes and nonsense answers are covered here in both languages.
 FINISHED = ("l00_welcome", "l01_tokens", "l02_positional", "l03_attention", "l04_multihead", "l05_masking",
             "l06_ffn_norm", "l07_encoder_decoder", "l08_output_loss", "l09_classifier", "l10_seq2seq", "l11_gpt",
-            "l12_masked_lm", "l13_pretrained", "l14_fast", "l15_bpe")
+            "l12_masked_lm", "l13_pretrained", "l14_fast", "l15_bpe", "l16_modern_decoder", "l17_fine_tuning")
 
 
 def _own(fn, module) -> bool:
@@ -660,3 +660,15 @@ def test_every_check_refuses_a_table_of_its_own_inputs(lesson, answer, capsys):
     table.recording = False
     assert check(table, *answer.args) is False, f"{answer.check} passes a table of the inputs of its last run"
     assert "✗" in capsys.readouterr().out
+
+
+# Lessons 08-14 (issue 39 §1): the right answers in other styles listed in tests/exercise_answers_NN.py must pass.
+RIGHT_08_14 = [pytest.param(lesson, a.check, a.args, right, id=f"{lesson}.{a.check}.right{i}")
+               for lesson, answers in ALL_ANSWERS.items() if lesson[1:3] in {f"{n:02d}" for n in range(8, 15)}
+               for a in answers for i, right in enumerate(getattr(a, "right", ()))]
+
+
+@pytest.mark.parametrize("lesson, check_name, args, right", RIGHT_08_14)
+def test_lessons_08_14_accept_right_answers_in_other_styles(lesson, check_name, args, right, capsys):
+    check = getattr(importlib.import_module(f"course_lab.lessons.{lesson}"), check_name)
+    assert check(right, *args) is True, capsys.readouterr().out

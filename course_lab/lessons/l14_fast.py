@@ -31,6 +31,7 @@ from ..exercises import (
     number_problem,
     passed,
     run_check,
+    watching_installed,
 )
 from ..widgets import LessonWidget, dropdown, slider
 
@@ -158,14 +159,34 @@ def check_cross_attention_flops(fn) -> bool:
     The self-attention formula with T = T_q (or T_k) is the shortcut the exercise rules out: it is right only when
     T_q = T_k, so every case has T_q ≠ T_k.
     """
+    import torch.profiler
+    import torch.utils.flop_counter
+
     g = fresh_generator()                               # the last case is drawn afresh: no table passes
     cases = [(1, 10, 30, 64), (4, 128, 512, 256), (2, 700, 50, 32),
              (fresh_int(1, 9, g), fresh_int(1, 2049, g), fresh_int(1, 2049, g), fresh_int(1, 1025, g))]
+    # Measuring is not deriving: a FLOP counter run around a real attention module gives the number without the
+    # formula the exercise asks for.
+    counters = [(torch.utils.flop_counter, "FlopCounterMode"), (torch.profiler, "profile")]
     for args in cases:
-        ok, got = attempt(fn, *args)
+        with watching_installed(fn, args, counters, ()) as calls:   # a first call loads what fn imports
+            ok, got = attempt(fn, *args)
         if not ok:
             return False
+        if calls:
+            return fail(f"You measured with {calls[0]} around a module: that counts, it does not derive. Write the "
+                        "count as a formula in batch, T_q, T_k and d_model, term by term.",
+                        f"你用 {calls[0]} 围着一个模块测了一下：那是计数，不是推导。"
+                        "请把运算量写成关于 batch、T_q、T_k、d_model 的公式，一项一项地写。")
         b, t_q, t_k, d = args
+        for t_proj, where_en, where_zh in ((t_q, "the T_q decoder positions", "T_q 个解码器位置"),
+                                           (t_k, "the T_k encoder positions", "T_k 个编码器位置")):
+            if number_problem(got, 8 * b * t_proj * d * d + 4 * b * t_q * t_k * d) is None:
+                return fail(f"For T_q={t_q}, T_k={t_k}: the score terms are right, but you projected all four of Q, K, "
+                            f"V, O at {where_en}. K and V are projections of the encoder output (T_k rows), Q and "
+                            "O of the decoder states (T_q rows).",
+                            f"T_q={t_q}、T_k={t_k} 时：分数那几项对了，但你把 Q、K、V、O 四个投影都放在了{where_zh}上。"
+                            "K 和 V 是对编码器输出（T_k 行）做投影，Q 和 O 是对解码器状态（T_q 行）做投影。")
         if any(number_problem(got, attention_flops(b, t, d)["total"]) is None for t in (t_q, t_k)):
             return fail(f"For T_q={t_q}, T_k={t_k} you return self-attention's count for one length. In "
                         "cross-attention Q and O are projected at the T_q decoder positions, K and V at the T_k "

@@ -179,11 +179,25 @@ def _early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
     return len(dev_losses) - 1, best
 
 
+def _early_stop_on_ties(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
+    """The usual slip of exercise 4: a loss equal to the best counts as a new best (``<=``)."""
+    best, waited = 0, 0
+    for i, loss in enumerate(dev_losses):
+        if loss <= dev_losses[best]:
+            best, waited = i, 0
+        else:
+            waited += 1
+            if waited == patience:
+                return i, best
+    return len(dev_losses) - 1, best
+
+
 EARLY_STOP_CASES = (([1.0, 0.8, 0.9, 0.95, 0.97, 0.99, 0.7], 2),  # the best point comes after the stop
                     ([0.493, 0.459, 0.451, 0.471, 0.467], 1),       # the dev losses of this lesson's CPU run
                     ([0.493, 0.459, 0.451, 0.471, 0.467], 2),
                     ([3.0, 2.0, 1.0], 1),                           # never stops early
-                    ([1.0, 0.5, 0.9, 0.8, 0.7, 0.6], 2))            # better than the previous, never the best
+                    ([1.0, 0.5, 0.9, 0.8, 0.7, 0.6], 2),            # better than the previous, never the best
+                    ([1.0, 0.8, 0.8, 0.9, 0.8], 1))                 # a tie with the best is not a new best
 
 
 @never_raises
@@ -203,6 +217,11 @@ def check_early_stop(fn) -> bool:
             return fail("Return a pair of indices (stop, keep).", "请返回一对下标 (stop, keep)。")
         if got == want:
             continue
+        if got == _early_stop_on_ties(losses, patience):
+            return fail(f"For {losses} (patience {patience}) you counted a loss equal to the best as a new best "
+                        f"(<= instead of <). A tie is no improvement: expected (stop, keep) = {want}, got {got}.",
+                        f"对 {losses}（patience {patience}），你把与最好成绩相等的损失也算成了新的最好成绩"
+                        f"（用了 <= 而不是 <）。持平不算改进：(stop, keep) 应为 {want}，实际是 {got}。")
         hindsight = min(range(len(losses)), key=losses.__getitem__)
         if got[1] == hindsight != want[1]:
             return fail(f"For {losses} (patience {patience}) you kept evaluation {hindsight}, the best point in "

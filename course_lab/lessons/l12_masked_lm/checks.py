@@ -154,10 +154,13 @@ def _unigram_accuracy(train: torch.Tensor, labels: torch.Tensor) -> float:
 
 @never_raises
 def check_unigram_baseline(fn) -> bool:
-    """Exercise 3: ``fn(train_ids, labels, special_ids) -> accuracy`` of always guessing the most frequent
-    ordinary training token."""
+    """Exercise 4: ``fn(train_ids, labels, special_ids) -> accuracy`` of always guessing the most frequent
+    ordinary **training** token.
+
+    The fixed case makes the most frequent *label* (8) differ from the most frequent training token (7), so that
+    guessing from the evaluation labels (a peek at the answers) is told apart from the baseline."""
     train = torch.tensor([0, 0, 0, 0, 2, 7, 7, 7, 8, 8, 9, 3, 3, 3, 3, 3])  # <pad> and <eos> are the most frequent
-    labels = torch.tensor([[7, IGNORE_INDEX, 8, 7, IGNORE_INDEX], [9, 7, IGNORE_INDEX, IGNORE_INDEX, 8]])
+    labels = torch.tensor([[7, IGNORE_INDEX, 8, 8, IGNORE_INDEX], [9, 8, IGNORE_INDEX, IGNORE_INDEX, 8]])
     with watching(fn, [(mlm, "unigram_baseline")]) as calls:
         ok, got = attempt(fn, train.clone(), labels.clone(), _SPECIAL)
     if not ok:
@@ -170,28 +173,37 @@ def check_unigram_baseline(fn) -> bool:
     value, problem = as_number(got)
     if problem:
         return report(problem, "Return a number", "请返回一个数")
-    if abs(value - 0.5) < 1e-6:
+    want = _unigram_accuracy(train, labels)                       # 1/6: the guess is 7
+    if abs(value - want) < 1e-6:
         g = fresh_generator()                                  # one drawn case too: no table of the case passes
         n, favourite = fresh_int(20, 200, g), fresh_int(5, _V, g)    # a planted favourite: no tie for the top
+        other = 5 + (favourite - 5 + fresh_int(1, _V - 5, g)) % (_V - 5)   # an ordinary id that is not the favourite
         train2 = torch.cat([torch.randint(0, _V, (n,), generator=g), torch.full((n // 5 + 3,), favourite)])
         labels2 = torch.randint(5, _V, (fresh_int(1, 4, g), 8), generator=g)
-        labels2[torch.rand(labels2.shape, generator=g) < 0.5] = IGNORE_INDEX
-        labels2[0, 0] = favourite
+        labels2[:, ::2] = other                                # the most frequent label is not the favourite
+        labels2[torch.rand(labels2.shape, generator=g) < 0.3] = IGNORE_INDEX
+        labels2[0, 1] = favourite
         if not also_right_for(fn, (train2, labels2, _SPECIAL), _unigram_accuracy(train2, labels2), number_problem):
             return False
         return passed("Correct: the context-free best guess is the most frequent ordinary token.",
                       "正确：不看上下文时，最好的猜法就是最常见的普通词元。")
+    scored = labels[labels != IGNORE_INDEX]
+    if abs(value - float((scored == 8).float().mean())) < 1e-6:
+        return fail("You guessed the most frequent *label*: that peeks at the answers. The baseline guesses the most "
+                    "frequent ordinary token of train_ids, without looking at the evaluation labels.",
+                    "你猜的是最常见的*标签*：这等于偷看了答案。基线猜的是 train_ids 里最常见的普通词元，"
+                    "不看评估用的标签。")
     if abs(value - 0.0) < 1e-6:
         return fail("0 %: probably you guessed a special token (<pad> or <eos> are the most frequent ids here); "
                     "a masked position is never special, so skip them.",
                     "准确率为 0%：你大概猜的是特殊词元（这里最常见的 ID 是 <pad> 和 <eos>）；"
                     "被遮住的位置永远不会是特殊词元，所以要跳过它们。")
-    if abs(value - 0.3) < 1e-6:
+    if abs(value - float((labels == 7).float().mean())) < 1e-6:
         return fail("You averaged over every position: only those with label != −100 count.",
                     "你对所有位置都求了平均：只有标签不等于 −100 的位置才算数。")
-    return fail(f"Expected 0.5, got {value:.4f}: find the most frequent non-special id in train_ids, then the "
+    return fail(f"Expected {want:.4f}, got {value:.4f}: find the most frequent non-special id in train_ids, then the "
                 "fraction of the scored labels equal to it.",
-                f"应为 0.5，实际是 {value:.4f}：先在 train_ids 里找出最常见的非特殊 ID，"
+                f"应为 {want:.4f}，实际是 {value:.4f}：先在 train_ids 里找出最常见的非特殊 ID，"
                 "再算计分位置的标签中有多大比例等于它。")
 
 

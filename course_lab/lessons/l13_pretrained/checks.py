@@ -29,6 +29,7 @@ from ...exercises import (
     tensor_close,
     tensor_problem,
     watching,
+    watching_installed,
 )
 
 # Library functions that already pool: calling them is the shortcut of exercises 1 and 2.
@@ -137,14 +138,17 @@ def check_symmetric_loss(fn) -> bool:
     (a_i picks b_i among the b's, and b_i picks a_i among the a's), averaged; written from its formula with
     ``torch.logsumexp``.
 
-    Forbidden: ``F.cross_entropy`` / ``nn.CrossEntropyLoss``, which the exercise asks to write out.
+    Forbidden: ``F.cross_entropy`` / ``nn.CrossEntropyLoss`` / ``course_utils.losses.cross_entropy``, which the
+    exercise asks to write out.
     """
     g = fresh_generator()
     a = F.normalize(torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
     b = F.normalize(a + 0.8 * torch.randn(6, 8, generator=g, dtype=torch.float64), dim=-1)
     b[0] = b[1]                                        # a duplicate: the two directions now differ clearly
+    from course_utils import losses  # the course's own cross-entropy is the same function
+
     targets = [(torch.nn.functional, "cross_entropy"), (torch.nn.CrossEntropyLoss, "forward"),
-               (torch.nn.functional, "nll_loss")]
+               (torch.nn.functional, "nll_loss"), (losses, "cross_entropy")]
     for scale in (20.0, 5.0):
         with watching(fn, targets) as calls:
             a_in = a.clone().requires_grad_(True)           # the loss must train the encoder: a gradient to a
@@ -189,6 +193,12 @@ _TOY_WORDS = {"unaffable": ["una", "##ffa", "##ble"], "playing": ["play", "##ing
               "plx": ["[UNK]"], "xplay": ["[UNK]"], "p": ["p"]}
 
 
+_INSTALLED_WORDPIECE = (("tokenizers", ("Tokenizer.encode", "Tokenizer.encode_batch")),
+                        ("tokenizers.implementations", ("BertWordPieceTokenizer",)),
+                        ("transformers.models.bert.tokenization_bert", ("WordpieceTokenizer", "BertTokenizer")),
+                        ("transformers", ("BertTokenizer", "BertTokenizerFast")))
+
+
 @never_raises
 def check_wordpiece(fn) -> bool:
     """Exercise 4: ``fn(word, vocab) -> list of pieces``, greedy longest match first, ``##`` for continuations,
@@ -197,20 +207,23 @@ def check_wordpiece(fn) -> bool:
     Forbidden: the course's tokenizer (``WordPieceTokenizer.wordpiece`` / ``tokenize``), which implements it.
     """
     targets = [(WordPieceTokenizer, "wordpiece"), (WordPieceTokenizer, "tokenize")]
+    # The WordPiece of installed packages (the Rust `tokenizers`, transformers' BERT tokenizer), watched once
+    # imported: the answer runs once first, so a package it imports inside is loaded by then.
+    fn_first = (next(iter(_TOY_WORDS)), set(_TOY_VOCAB))
     g = fresh_generator()                                      # one word drawn afresh: no table of the words passes
     pieces = sorted(p.removeprefix("##") for p in _TOY_VOCAB if p != "[UNK]")
     drawn = "".join(pieces[fresh_int(0, len(pieces), g)] for _ in range(fresh_int(1, 4, g)))
     # The drawn word's answer comes from the course's tokenizer over the same vocabulary (before any watching).
     reference = WordPieceTokenizer([*SPECIAL_TOKENS, *sorted(_TOY_VOCAB - set(SPECIAL_TOKENS))])
     for word, want in [*_TOY_WORDS.items(), (drawn, reference.wordpiece(drawn))]:
-        with watching(fn, targets) as calls:
+        with watching_installed(fn, fn_first, targets, _INSTALLED_WORDPIECE) as calls:
             ok, got = attempt(fn, word, set(_TOY_VOCAB))
         if not ok:
             return False
         if calls:
-            return fail(f"You called the tokenizer's {calls[0]}: it implements exactly what you are asked to write, "
+            return fail(f"You called {calls[0]}: it implements exactly what you are asked to write, "
                         "with its own vocabulary. Write the greedy search over `vocab` yourself.",
-                        f"你调用了分词器的 {calls[0]}：它实现的正是要你写的东西，用的还是它自己的词表。"
+                        f"你调用了 {calls[0]}：它实现的正是要你写的东西，用的还是它自己的词表。"
                         "请针对 `vocab` 自己写出贪心搜索。")
         if not isinstance(got, (list, tuple)) or list(got) != want:
             fail(f"{word!r}: expected {want}, got {got!r}.", f"{word!r}：应该得到 {want}，实际是 {got!r}。")
