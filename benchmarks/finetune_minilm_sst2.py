@@ -30,6 +30,7 @@ numbers mean nothing.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -188,10 +189,30 @@ def main(argv=None) -> int:
     return 0
 
 
+def save_minilm_course_model(folder: str | Path, name: str, model: SentenceClassifier, *, lora: dict | None,
+                             metrics: dict, seed: int, minutes: float, **extra) -> Path:
+    """A fine-tuned ``SentenceClassifier`` as a course model: whole (``lora=None``, float16, ~45 MB, kind
+    ``minilm_classifier``) or, when ``lora`` gives ``{"r", "alpha", "dropout", "targets"}`` as passed to
+    ``apply_lora``, its adapters and head alone (kind ``minilm_lora``); ``load_course_model`` reads both."""
+    from dataclasses import asdict
+
+    from safetensors.torch import save_model
+
+    from course_utils.lora import save_lora
+    from course_utils.pretrained.course_models import MINILM_KINDS, write_course_model
+    from course_utils.pretrained.loading import PIP_NAME
+
+    config = {"bert": asdict(model.encoder.bert.config), "n_classes": model.classifier.out_features,
+              "dropout": model.dropout.p, "base": PIP_NAME, **({"lora": lora} if lora else {})}
+    write = ((lambda tmp: save_lora(tmp, model, extra=("classifier.",))) if lora else
+             (lambda tmp: save_model(copy.deepcopy(model).cpu().half(), tmp)))
+    return write_course_model(folder, name, model, write, kind=MINILM_KINDS[bool(lora)], config=config,
+                              tokenizers={"wordpiece": model.encoder.tokenizer}, metrics=metrics, seed=seed,
+                              minutes=minutes, **extra)
+
+
 def export(args, model, tokenizer, dev, device, history, best_path, trainable, total) -> int:
     """Load the best-on-dev weights, measure them once on the labelled test set, save the course model."""
-    from course_utils.pretrained.course_models import save_minilm_course_model
-
     best = torch.load(best_path, weights_only=True)
     model.load_state_dict(best["state"], strict=not args.lora)
     dev_acc = accuracy(model, tokenizer, dev, device)

@@ -200,12 +200,10 @@ class BPETokenizer(Tokenizer):
         vocabulary is smaller when no pair occurs ``min_frequency`` times any more; ``ties``: see train_merges."""
         check_int(vocab_size, "vocab_size", N_SPECIAL + N_BYTES)
         ids = train_merges(chunk_counts(texts), vocab_size - N_SPECIAL - N_BYTES, min_frequency, ties)
-        strings = list(BYTE_CHARS)  # id - 0 .. 255 -> bytes, then each merge
-        merges = []
+        strings = list(BYTE_CHARS)  # id - 5 -> its string: the 256 bytes, then one per merge
         for a, b in ids:
-            merges.append((strings[a], strings[b]))
             strings.append(strings[a] + strings[b])
-        return cls.from_merges(merges)
+        return cls.from_merges([(strings[a], strings[b]) for a, b in ids])
 
     def _encode_chunk(self, chunk: str) -> list[int]:
         """Apply the merges to one chunk, the earliest-learnt pair first (the order training made them)."""

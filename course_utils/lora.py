@@ -85,17 +85,14 @@ class LoRALinear(nn.Module):
         return y + self.scale * update
 
     @torch.no_grad()
-    def merge(self) -> None:
-        """W ← W + (α / r) B A; later calls use the merged weight alone (``unmerge`` undoes it)."""
-        if not self.merged:
-            self.base.weight += self.delta_weight().to(self.base.weight.dtype)
-            self.merged = True
+    def merge(self, merged: bool = True) -> None:
+        """W ← W + (α / r) B A; later calls use the merged weight alone. ``merge(False)`` (``unmerge``) undoes it."""
+        if self.merged != merged:
+            self.base.weight += (1 if merged else -1) * self.delta_weight().to(self.base.weight.dtype)
+            self.merged = merged
 
-    @torch.no_grad()
     def unmerge(self) -> None:
-        if self.merged:
-            self.base.weight -= self.delta_weight().to(self.base.weight.dtype)
-            self.merged = False
+        self.merge(False)
 
     def extra_repr(self) -> str:
         return f"in={self.in_features}, out={self.out_features}, r={self.r}, alpha={self.alpha:g}, parts={self.parts}"
@@ -186,12 +183,6 @@ def load_lora(path: str | os.PathLike, model: nn.Module) -> None:
 
 
 def count_parameters(model: nn.Module) -> tuple[int, int]:
-    """``(trainable, total)`` numbers of parameters (shared tensors counted once)."""
-    seen, trainable, total = set(), 0, 0
-    for p in model.parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        total += p.numel()
-        trainable += p.numel() if p.requires_grad else 0
-    return trainable, total
+    """``(trainable, total)`` numbers of parameters (``parameters()`` yields a shared tensor once)."""
+    params = list(model.parameters())
+    return sum(p.numel() for p in params if p.requires_grad), sum(p.numel() for p in params)

@@ -15,14 +15,13 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from safetensors.torch import load_file, save_model
 
-from ..lora import apply_lora, load_lora_state_dict, save_lora
+from ..lora import apply_lora, load_lora_state_dict
 from ..models import GPT, EncoderClassifier, MaskedLM, Transformer
 from ..modes import model_device
 from ..safe_files import file_sha256, verify_file
@@ -81,32 +80,15 @@ def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Modu
     is stored as is) into ``folder``; return the manifest's path."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
-    return _write(folder, name, model, lambda tmp: save_model(copy.deepcopy(model).cpu().half(), tmp),  # tied: once
-                  kind=kind, config=config, tokenizers=tokenizers, metrics=metrics, seed=seed, minutes=minutes,
-                  **extra)
+    # Tied weights are stored once.
+    return write_course_model(folder, name, model, lambda tmp: save_model(copy.deepcopy(model).cpu().half(), tmp),
+                              kind=kind, config=config, tokenizers=tokenizers, metrics=metrics, seed=seed,
+                              minutes=minutes, **extra)
 
 
-def save_minilm_course_model(folder: str | os.PathLike, name: str, model: SentenceClassifier, *, lora: dict | None,
-                             metrics: dict, seed: int, minutes: float, **extra) -> Path:
-    """Lesson 17: a fine-tuned ``SentenceClassifier`` whole (``lora=None``, float16, ~45 MB) or, when ``lora`` gives
-    ``{"r", "alpha", "dropout", "targets"}`` as passed to ``apply_lora``, its adapters and head alone."""
-    if not isinstance(model, SentenceClassifier):
-        raise TypeError(f"save_minilm_course_model saves a SentenceClassifier, got {type(model).__name__}")
-    config = {"bert": asdict(model.encoder.bert.config), "n_classes": model.head.out_features,
-              "dropout": model.dropout.p, "base": PIP_NAME, **({"lora": lora} if lora else {})}
-    if lora:
-        def write(tmp):
-            save_lora(tmp, model, extra=("head.",))
-    else:
-        def write(tmp):
-            save_model(copy.deepcopy(model).cpu().half(), tmp)
-    return _write(folder, name, model, write, kind=MINILM_KINDS[bool(lora)], config=config,
-                  tokenizers={"wordpiece": model.encoder.tokenizer}, metrics=metrics, seed=seed, minutes=minutes,
-                  **extra)
-
-
-def _write(folder, name: str, model: torch.nn.Module, write_weights, *, kind: str, config: dict,
-           tokenizers: dict[str, Tokenizer], metrics: dict, seed: int, minutes: float, **extra) -> Path:
+def write_course_model(folder, name: str, model: torch.nn.Module, write_weights, *, kind: str, config: dict,
+                       tokenizers: dict[str, Tokenizer], metrics: dict, seed: int, minutes: float, **extra) -> Path:
+    """The file layer of every course model: ``write_weights(tmp_path)`` writes the weights, then the manifest."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     weights, manifest_path = folder / f"{name}.safetensors", folder / f"{name}.json"
