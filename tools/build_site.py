@@ -392,6 +392,9 @@ def glossary_terms() -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows[2:] if len(r) >= 2 and r[0] and r[1]]
 
 
+SEARCHABLE = {"en": re.compile(r"[a-z][a-z0-9]*(?:[ -][a-z0-9]+)*"), "zh": re.compile(r"[\u4e00-\u9fff]{2,}")}
+
+
 def teaching_lessons(lang: str, pages: dict[str, tuple[object, str]]) -> dict[str, str]:
     """Which lesson teaches each glossary term, in ``lang``: the first lesson whose title holds the term, else the
     first lesson that writes it in bold (where the course introduces a term). Terms no lesson teaches are left out,
@@ -399,8 +402,10 @@ def teaching_lessons(lang: str, pages: dict[str, tuple[object, str]]) -> dict[st
     The search ranks that lesson first (course_js's Scorer); tests/browser/test_site.py checks every term."""
     taught = {}
     for en, zh in glossary_terms():
-        # Sphinx's Chinese index leaves out one-character words (键, 值, 层): no search can find them.
-        for term in ([en.lower()] if lang == "en" else [t.strip() for t in zh.split("/") if len(t.strip()) > 1]):
+        # What a search box can take as one word: Sphinx's Chinese index leaves out one-character words (键, 值, 层);
+        # symbols (√d_k, <pad>, W^O) are split away by both languages' indexers.
+        candidates = [en.lower()] if lang == "en" else [t.strip() for t in zh.split("/")]
+        for term in (t for t in candidates if SEARCHABLE[lang].fullmatch(t)):
             title_hit = next((stem for stem, (_, title) in pages.items() if term in title.lower()), None)
             bold_hit = next((stem for stem, (nb, _) in pages.items() if any(
                 re.search(r"\*\*[^*\n]*" + re.escape(term) + r"[^*\n]*\*\*", c.source, re.I)
