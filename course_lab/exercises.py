@@ -776,6 +776,6 @@ def watching_installed(fn: Callable, first_args: tuple, targets: list, spec) -> 
     try:
         with time_limit(60.0):  # importing a large package may take long; the real calls have the usual limit
             fn(*first_args)
-    except (Exception, _TooSlow):  # the real calls report it; this one only loads what fn imports
+    except (Exception, SystemExit, _TooSlow):  # the real calls report it; this one only loads what fn imports
         pass
     return watching(fn, list(targets) + loaded_targets(spec))

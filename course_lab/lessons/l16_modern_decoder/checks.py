@@ -73,14 +73,14 @@ def _rope_cases(g: torch.Generator) -> list:
              drawn, float(fresh_int(100, 100001, g)))]
 
 
-def _close(got, want, atol: float = 1e-7) -> bool:
+def _matches(got, want, atol: float = 1e-7) -> bool:
     return tensor_problem(got, want, atol=atol, rtol=1e-6) is None
 
 
 def _rope_close(got, want) -> bool:
     """Float32 angles are right too (Hugging Face computes them so): at position 4096 they are off by ~5e-4 rad.
     Every mistake the check names moves some entry by O(1)."""
-    return _close(got, want, atol=3e-3)
+    return _matches(got, want, atol=3e-3)
 
 
 @never_raises
@@ -226,30 +226,30 @@ def check_gqa_attention(fn) -> bool:
                     "找到它的键/值头（repeat_interleave，或者加一个分组维度的 view），再算 softmax(QKᵀ/√d_k + 掩码)V。")
     for (q, k, v), got in zip(cases, results):
         want = _gqa_reference(q, k, v)
-        if _close(got, want):
+        if _matches(got, want):
             continue
         h, h_kv, t, t_k = q.shape[1], k.shape[1], q.shape[2], k.shape[2]
         shape = f"h={h}, h_kv={h_kv}, T={t}, T_k={t_k}"
         if not isinstance(got, torch.Tensor) or got.shape != want.shape:
             return report(tensor_problem(got, want), f"For {shape}", f"当 {shape} 时")
-        if _close(got, _gqa_reference(q, k, v, grouping="tile")):
+        if _matches(got, _gqa_reference(q, k, v, grouping="tile")):
             return fail(f"For {shape}: query head j read key/value head j mod h_kv (k.repeat tiles the heads). The "
                         "groups are consecutive: heads 0 … h/h_kv − 1 share key/value head 0, and so on; that is "
                         "repeat_interleave, and how the weights of every GQA model are laid out.",
                         f"当 {shape} 时：第 j 个查询头读的是第 j mod h_kv 个键/值头（k.repeat 把头平铺了）。"
                         "分组是连续的：第 0 … h/h_kv − 1 个查询头共用第 0 个键/值头，依此类推；这就是 "
                         "repeat_interleave，所有 GQA 模型的权重也都按这个顺序排列。")
-        if _close(got, _gqa_reference(q, k, v, causal="none")):
+        if _matches(got, _gqa_reference(q, k, v, causal="none")):
             return fail(f"For {shape}: no causal mask: a query saw the keys after it.",
                         f"当 {shape} 时：没有因果掩码：查询看到了它后面的键。")
-        if _close(got, _gqa_reference(q, k, v, causal="top-left")):
+        if _matches(got, _gqa_reference(q, k, v, causal="top-left")):
             return fail(f"For {shape}: with T_k > T the keys hold {t_k - t} cached tokens before the queries: query "
                         f"t sits at position {t_k - t} + t and sees keys 0 … {t_k - t} + t (tril with the offset "
                         "T_k − T, as causal_mask does).",
                         f"当 {shape} 时：T_k > T 说明键里还有查询之前缓存的 {t_k - t} 个词元：第 t 个查询位于位置 "
                         f"{t_k - t} + t，能看到第 0 … {t_k - t} + t 个键"
                         "（带偏移 T_k − T 的 tril，causal_mask 就是这样做的）。")
-        if _close(got, _gqa_reference(q, k, v, scale=False)):
+        if _matches(got, _gqa_reference(q, k, v, scale=False)):
             return fail("Divide the scores by √d_k before the softmax.", "softmax 之前要把分数除以 √d_k。")
         return report(tensor_problem(got, want), f"For {shape}", f"当 {shape} 时")
     return passed("Correct: h query heads, h_kv stored heads of keys and values; the cache shrinks h / h_kv times.",
