@@ -23,8 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LAB = dict(en="Stub", zh="占位")
 
 
-def _stub(slug: str, part: str = "training") -> registry.Lesson:
-    return registry.Lesson(slug, dict(LAB), {"en": "A lesson that only has to exist.", "zh": "只需存在的一课。"}, part)
+def _stub(slug: str, part: str | None = None) -> registry.Lesson:
+    """A lesson that only has to exist, in the registry's last part unless ``part`` says otherwise."""
+    return registry.Lesson(slug, dict(LAB), {"en": "A lesson that only has to exist.", "zh": "只需存在的一课。"},
+                           part or registry.PARTS[-1].key)
 
 
 def test_the_registry_is_sound_and_is_what_lesson_00_shows():
@@ -53,15 +55,15 @@ def test_problems_name_each_mistake():
     assert registry.problems((*rows, _stub(f"{n:02d}_stub"))) == []
     assert "should be lesson" in " ".join(registry.problems((*rows, _stub(f"{n + 1:02d}_stub"))))
     assert "NN_name" in " ".join(registry.problems((*rows, _stub(f"{n:02d}-stub"))))
-    half = registry.Lesson(f"{n:02d}_stub", {"en": "Stub"}, {"en": "x", "zh": "一"}, "training")
+    half = registry.Lesson(f"{n:02d}_stub", {"en": "Stub"}, {"en": "x", "zh": "一"}, registry.PARTS[-1].key)
     assert "title in both languages" in " ".join(registry.problems((*rows, half)))
-    assert "not one of PARTS" in " ".join(registry.problems((*rows, _stub(f"{n:02d}_stub", "modern"))))
+    assert "not one of PARTS" in " ".join(registry.problems((*rows, _stub(f"{n:02d}_stub", "nosuchpart"))))
     assert "must follow each other" in " ".join(registry.problems((*rows, _stub(f"{n:02d}_stub", "inputs"))))
     # A new part (Part III: the modern Transformer) is one row in PARTS, then its lessons' rows.
-    modern = registry.Part("modern", {"en": "The modern Transformer", "zh": "现代 Transformer"})
-    new = tuple(_stub(f"{n + i:02d}_stub{i}", "modern") for i in range(3))
-    assert registry.problems((*rows, *new), (*registry.PARTS, modern)) == []
-    assert "parts without lessons: modern" in registry.problems(rows, (*registry.PARTS, modern))
+    part4 = registry.Part("part4", {"en": "A further part", "zh": "又一部分"})
+    new = tuple(_stub(f"{n + i:02d}_stub{i}", "part4") for i in range(3))
+    assert registry.problems((*rows, *new), (*registry.PARTS, part4)) == []
+    assert "parts without lessons: part4" in registry.problems(rows, (*registry.PARTS, part4))
 
 
 @pytest.mark.parametrize("n, en, zh", [(0, "zero", "零"), (9, "nine", "九"), (10, "ten", "十"),
@@ -179,7 +181,8 @@ def test_a_new_lesson_is_a_source_and_a_registry_row(tmp_path):
     end = "\n)\n\n\ndef problems("
     assert text.count(end) == 1, "LESSONS no longer ends where this test adds a row"
     row = (f'    Lesson("{nn}_stub", {{"en": "Stub", "zh": "占位"}},\n'
-           f'           {{"en": "A lesson that only has to exist.", "zh": "只需存在的一课。"}}, "training"),')
+           f'           {{"en": "A lesson that only has to exist.", "zh": "只需存在的一课。"}}, '
+           f'"{registry.PARTS[-1].key}"),')
     module.write_text(text.replace(end, f"\n{row}{end}"), encoding="utf-8")
 
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
