@@ -75,7 +75,7 @@ class _Positions(nn.Module):
         self.dropout = nn.Dropout(check_probability(dropout))
 
     def check_input(self, x: torch.Tensor, offset: int, table: torch.Tensor) -> int:
-        check_vectors(x, "x", self.d_model, table.device, owner="the positions",
+        check_vectors(x, "x", self.d_model, table.device, owner="the positional table",
                       layout="(B, T, d_model) token vectors (pass ids through TokenEmbedding first)")
         offset, seq_len, max_len = check_int(offset, "offset", 0), x.size(1), self.max_len
         if offset + seq_len > max_len:
