@@ -63,7 +63,7 @@ ALLOWED = {
     # device names as torch spells them, and the packages and models the lessons name
     "cpu", "cuda", "mps", "python", "torch", "numpy", "matplotlib", "ipywidgets", "pytorch", "tokenizers",
     "sentence-transformers", "safetensors", "hugging", "face", "tatoeba", "shakespeare", "tiny-shakespeare",
-    "opencc", "wordpiece", "chrf", "x86", "zh", "en", "cmn-eng", "anki",
+    "opencc", "wordpiece", "chrf", "x86", "zh", "en", "cmn-eng", "anki", "llama", "llamamlp", "minilm",
     # a font's name (lesson 00 says which font draws Chinese here)
     "wenquanyi", "micro", "hei", "noto", "sans", "serif", "cjk", "sc", "droid", "fallback", "source", "han",
 }
