@@ -98,7 +98,8 @@ def main(argv=None) -> int:
     device = pick_device(args.device)
     t0 = time.perf_counter()
     encoder, tokenizer = load_minilm(device="cpu", normalize=False)
-    train, dev = load_sst2("train"), load_sst2("dev")
+    # A course model is made from SST-2 itself: with --save-as a missing dataset is an error, not the tiny sample.
+    train, dev = load_sst2("train", fallback=not args.save_as), load_sst2("dev", fallback=not args.save_as)
     print(train.describe())
     print(dev.describe())
     torch.manual_seed(args.seed)

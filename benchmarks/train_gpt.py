@@ -84,7 +84,9 @@ def main(argv=None) -> dict:
         device = pick_device(args.device)
     lead = rank == 0
 
-    text = Path(args.text_file).read_text(encoding="utf-8") if args.text_file else str(load_tiny_shakespeare())
+    # A course model (--save-as) is made from tiny-shakespeare itself: then a missing dataset is an error.
+    shakespeare = None if args.text_file else str(load_tiny_shakespeare(fallback=not args.save_as))
+    text = Path(args.text_file).read_text(encoding="utf-8") if args.text_file else shakespeare
     tok = CharTokenizer.from_text(text)
     ids = torch.tensor(tok.encode(text), dtype=torch.long)
     train_ids, val_ids = split_ids(ids, 0.1)

@@ -61,7 +61,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     device = pick_device(args.device)
 
-    text = load_tiny_shakespeare(progress=False)
+    text = load_tiny_shakespeare(progress=False, fallback=not args.save_as)
     tok = CharTokenizer.from_text(text)
     train_ids, val_ids = split_ids(torch.tensor(tok.encode(text), dtype=torch.long), val_fraction=0.1)
     special = [tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id, tok.mask_id]

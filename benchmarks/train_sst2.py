@@ -78,8 +78,9 @@ def main(argv=None) -> int:
     device = pick_device(args.device)
     t_start, cpu_start = time.perf_counter(), time.process_time()
 
-    train_rows = load_sst2("train", data_dir=args.data_dir, progress=False)
-    dev_rows = load_sst2("dev", data_dir=args.data_dir, progress=False)
+    # A course model (--save-as) is made from SST-2 itself: then a missing dataset is an error, not the tiny sample.
+    train_rows = load_sst2("train", data_dir=args.data_dir, progress=False, fallback=not args.save_as)
+    dev_rows = load_sst2("dev", data_dir=args.data_dir, progress=False, fallback=not args.save_as)
     real = "sample" not in (train_rows.source.kind, dev_rows.source.kind)
     print(train_rows.describe())
     print(dev_rows.describe())

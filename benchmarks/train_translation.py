@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     device = pick_device(args.device)
     t_start = time.perf_counter()
 
-    pairs = load_tatoeba_cmn(args.data_dir, progress=False)
+    pairs = load_tatoeba_cmn(args.data_dir, progress=False, fallback=not args.save_as)  # a course model: the real data
     print(pairs.describe())
     real = pairs.source.kind != "sample"
     if not real:

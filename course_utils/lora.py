@@ -95,7 +95,8 @@ class LoRALinear(nn.Module):
         self.merge(False)
 
     def extra_repr(self) -> str:
-        return f"in={self.in_features}, out={self.out_features}, r={self.r}, alpha={self.alpha:g}, parts={self.parts}"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, r={self.r}, alpha={self.alpha:g}, "
+                f"parts={self.parts}")
 
 
 def apply_lora(model: nn.Module, targets: dict[str, int] | tuple[str, ...] | list[str] = ATTENTION_TARGETS,

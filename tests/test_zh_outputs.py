@@ -64,6 +64,8 @@ ALLOWED = {
     "cpu", "cuda", "mps", "python", "torch", "numpy", "matplotlib", "ipywidgets", "pytorch", "tokenizers",
     "sentence-transformers", "safetensors", "hugging", "face", "tatoeba", "shakespeare", "tiny-shakespeare",
     "opencc", "wordpiece", "chrf", "x86", "zh", "en", "cmn-eng", "anki", "llama", "llamamlp", "minilm",
+    # smoothing methods by their names, as Chinese texts on language models write them (add-k 平滑, Kneser–Ney 平滑)
+    "add-k", "kneser", "ney",
     # a font's name (lesson 00 says which font draws Chinese here)
     "wenquanyi", "micro", "hei", "noto", "sans", "serif", "cjk", "sc", "droid", "fallback", "source", "han",
 }
