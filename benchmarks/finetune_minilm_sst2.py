@@ -89,6 +89,9 @@ def main(argv=None) -> int:
                         "course model (float16 safetensors + manifest), after measuring it once on the test set")
     parser.add_argument("--name", default=None, help="course model name (default minilm_sst2_full / _lora)")
     parser.add_argument("--export-now", action="store_true", help="train no further: export --out's best.pt")
+    parser.add_argument("--allow-sample", action="store_true",
+                        help="with --save-as, use the bundled 60-sentence sample when SST-2 is missing (the script's "
+                             "own tests); without it a course model is made from SST-2 only")
     args = parser.parse_args(argv)
     if (args.save_as or args.export_now) and not (args.out and args.eval_every):
         parser.error("--save-as / --export-now keep the best-on-dev weights: give --out and --eval-every")
@@ -99,7 +102,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     encoder, tokenizer = load_minilm(device="cpu", normalize=False)
     # A course model is made from SST-2 itself: with --save-as a missing dataset is an error, not the tiny sample.
-    train, dev = load_sst2("train", fallback=not args.save_as), load_sst2("dev", fallback=not args.save_as)
+    sample_ok = args.allow_sample or not args.save_as
+    train, dev = load_sst2("train", fallback=sample_ok), load_sst2("dev", fallback=sample_ok)
     print(train.describe())
     print(dev.describe())
     torch.manual_seed(args.seed)

@@ -286,11 +286,13 @@ def test_the_fine_tuning_script_saves_a_minilm_course_model_that_loads(tmp_path,
     monkeypatch.setitem(sys.modules, "finetune_minilm_sst2", script)
     spec.loader.exec_module(script)
     args = ["--steps", "2", "--batch-size", "4", "--skip-before", "--log-every", "0", "--eval-every", "1",
-            "--out", str(tmp_path / "run"), "--save-as", str(tmp_path / "models"), "--name", "tiny", *extra]
+            "--out", str(tmp_path / "run"), "--save-as", str(tmp_path / "models"), "--name", "tiny", "--allow-sample", *extra]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                       # the sample's "not the real data" warning
         assert script.main(args) == 0
         assert script.main(args) == 0                         # run again: resumed at the end, exported again
+    with pytest.raises(Exception, match="SST-2"):                  # a course model from the sample: only when asked
+        script.main([a for a in args if a != "--allow-sample"])
     model, tokenizers, m = load_course_model("tiny", tmp_path / "models")
     assert m["kind"] == ("minilm_lora" if extra else "minilm_classifier") and m["training"]["steps_trained"] == 2
     assert set(m["metrics"]) >= {"dev_accuracy", "test_accuracy", "best_step", "dev_curve"}
