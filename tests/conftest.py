@@ -26,6 +26,12 @@ settings.register_profile("dev", deadline=None, max_examples=10, suppress_health
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+# Under pytest-xdist (`make test` runs tests/ with one worker per core) each worker's PyTorch keeps to one thread:
+# two workers with two threads each on two cores would fight over them (torch's threads wait for each other).
+if os.environ.get("PYTEST_XDIST_WORKER") and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    torch.set_num_threads(1)
+
+
 def _devices() -> list[str]:
     # Strings rather than torch.device: torch accepts both, and `device == "cuda"` works with a string only.
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]

@@ -286,7 +286,8 @@ def test_the_fine_tuning_script_saves_a_minilm_course_model_that_loads(tmp_path,
     monkeypatch.setitem(sys.modules, "finetune_minilm_sst2", script)
     spec.loader.exec_module(script)
     args = ["--steps", "2", "--batch-size", "4", "--skip-before", "--log-every", "0", "--eval-every", "1",
-            "--out", str(tmp_path / "run"), "--save-as", str(tmp_path / "models"), "--name", "tiny", "--allow-sample", *extra]
+            "--out", str(tmp_path / "run"), "--save-as", str(tmp_path / "models"), "--name", "tiny",
+            "--allow-sample", *extra]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                       # the sample's "not the real data" warning
         assert script.main(args) == 0

@@ -151,7 +151,7 @@ def check_wavelengths(fn: Callable, lang: str | None = None) -> bool:
 
     Calling this module's ``inv_freq_exp`` / ``inv_freq_pow`` (the appendix's frequencies) is the shortcut.
     """
-    widths = (4, 16, 128, 2 * fresh_int(1, 257, fresh_generator()))                  # the last one drawn afresh
+    widths = (4, 16, 128, 2 * fresh_int(65, 4097, fresh_generator()))                 # the last one drawn afresh
     cases = [((d,), 2 * math.pi / inv_freq_exp(d, torch.float64)) for d in widths]   # λ_i = 2π / ω_i
     with watching(fn, [(_this_module(), "inv_freq_exp"), (_this_module(), "inv_freq_pow")]) as calls:
         ok, _ = attempt(fn, 16)
