@@ -28,13 +28,49 @@ def _bce_through_sigmoid(z, y):
     return -(y * torch.log(p) + (1 - y) * torch.log(1 - p))
 
 
-def _soft_ce(logits, q):
-    logp = logits - torch.logsumexp(logits, dim=-1, keepdim=True)  # (N, V), finite
-    return -(q * logp).sum(-1).mean()
+def _soft_target_grad(logits, q):
+    return (torch.softmax(logits, -1) - q) / len(q)                 # (N, V): (p − q) / N
 
 
-def _soft_ce_through_softmax(logits, q):
-    return -(q * torch.log(torch.softmax(logits, dim=-1))).sum(-1).mean()   # 0 · log 0 = nan
+def _soft_target_grad_without_mean(logits, q):                     # forgot that L is a mean over the rows
+    return torch.softmax(logits, -1) - q
+
+
+def _soft_target_grad_by_autograd(logits, q):
+    leaf = logits.clone().requires_grad_(True)
+    F.cross_entropy(leaf, q).backward()
+    return leaf.grad
+
+
+def _soft_target_grad_wrt_p(logits, q):                            # ∂L/∂p, not ∂L/∂z
+    return -q / torch.softmax(logits, -1) / len(q)
+
+
+def _soft_target_grad_hard_label(logits, q):                       # the argmax of q, as without smoothing
+    return (torch.softmax(logits, -1) - F.one_hot(q.argmax(-1), q.shape[-1]).float()) / len(q)
+
+
+def _soft_target_grad_flipped(logits, q):
+    return (q - torch.softmax(logits, -1)) / len(q)
+
+
+def _soft_target_grad_naive_softmax(logits, q):                    # e^1000 = inf: nan
+    e = torch.exp(logits)
+    return (e / e.sum(-1, keepdim=True) - q) / len(q)
+
+
+def _soft_target_grad_by_jacobian(logits, q):    # ∂L/∂p through the softmax's Jacobian: loses p = 0 at ±1000
+    p = torch.softmax(logits, -1)
+    jac = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]       # (N, V, V), symmetric
+    d_p = -q / p.clamp_min(1e-38)
+    return (jac @ d_p[:, :, None]).squeeze(-1) / len(q)
+
+
+def _soft_target_grad_from_log_softmax(logits, q):                 # exp of a stable log-softmax, float64 inside
+    z = logits.double()
+    logp = z - z.max(-1, keepdim=True).values
+    logp = logp - logp.exp().sum(-1, keepdim=True).log()
+    return ((logp.exp() - q.double()) / q.shape[0]).float()
 
 
 def _confidence(eps, n_classes, loss=losses.cross_entropy, steps=300):
@@ -58,8 +94,13 @@ L08 = [
            says="applies the trick for you",
            also=((lambda z, y: torch.logsumexp(torch.stack([torch.zeros_like(z), z]), 0) - y * z, "logsumexp"),),
            right=(_bce_textbook_stable, _bce_by_where)),
-    Answer("check_soft_cross_entropy", _soft_ce, wrong=_soft_ce_through_softmax,
-           shortcut=lambda logits, q: F.cross_entropy(logits, q), says="takes a target distribution"),
+    Answer("check_soft_target_gradient", _soft_target_grad, wrong=_soft_target_grad_without_mean,
+           shortcut=_soft_target_grad_by_autograd, says="asked autograd",
+           also=((_soft_target_grad_wrt_p, "∂L/∂p"), (_soft_target_grad_hard_label, "hard label"),
+                 (_soft_target_grad_flipped, "sign is flipped"), (_soft_target_grad_naive_softmax, "overflows"),
+                 (_soft_target_grad_by_jacobian, "needs no division")),
+           right=(_soft_target_grad_from_log_softmax,
+                  lambda logits, q: (F.log_softmax(logits, -1).exp() - q) / logits.shape[0])),
     Answer("check_smoothed_confidence", _confidence, wrong=_confidence_without_smoothing,
            shortcut=lambda eps, n_classes: 1 - eps + eps / n_classes, says="without training anything"),
 ]

@@ -3,15 +3,22 @@ with a correct answer, a wrong one (a plausible mistake) and the shortcut the ex
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import torch
 from exercise_answer import Answer
 
 
-def _majority(train_labels, eval_labels):
-    constant = Counter(train_labels).most_common(1)[0][0]
-    return sum(y == constant for y in eval_labels) / len(eval_labels)
+def _constant_loss(train_labels, eval_labels):
+    pi = Counter(train_labels)                                     # the best constant: the training frequencies
+    return -sum(math.log(pi[y] / len(train_labels)) for y in eval_labels) / len(eval_labels)
+
+
+def _constant_loss_by_torch(train_labels, eval_labels):           # the same, as a cross-entropy of log-counts
+    counts = torch.bincount(torch.tensor(train_labels), minlength=max(train_labels + eval_labels) + 1).double()
+    logits = counts.log().expand(len(eval_labels), -1)               # softmax(log n_c) = n_c / N
+    return torch.nn.functional.cross_entropy(logits, torch.tensor(eval_labels)).item()
 
 
 def _early_stop(dev_losses, patience):
@@ -45,10 +52,12 @@ L09 = [
     Answer("check_prepend_cls", lambda ids, cls_id: torch.cat([torch.full_like(ids[:, :1], cls_id), ids], dim=1),
            wrong=lambda ids, cls_id: torch.cat([ids, torch.full_like(ids[:, :1], cls_id)], dim=1),   # at the end
            shortcut=_overwrite_first, says="overwrote the first token"),
-    Answer("check_majority_baseline", _majority,
-           wrong=lambda train_labels, eval_labels: Counter(train_labels).most_common(1)[0][1] / len(train_labels),
-           shortcut=lambda train_labels, eval_labels: _majority(eval_labels, eval_labels),  # peeks at the answers
-           says="from the evaluation labels"),
+    Answer("check_constant_loss", _constant_loss,
+           wrong=lambda train_labels, eval_labels: math.log(len(set(train_labels))),      # the uniform guess
+           shortcut=lambda train_labels, eval_labels: _constant_loss(eval_labels, eval_labels),  # peeks
+           says="evaluation labels",
+           also=((lambda train_labels, eval_labels: _constant_loss(train_labels, eval_labels) / math.log(2), "nats"),),
+           right=(_constant_loss_by_torch,)),
     Answer("check_early_stop", _early_stop, wrong=_early_stop_one_late,
            shortcut=lambda dev_losses, patience: (len(dev_losses) - 1,                     # the best in hindsight
                                                   min(range(len(dev_losses)), key=dev_losses.__getitem__)),

@@ -139,22 +139,26 @@ def _reverse_hard_pad(src, pad_id):
 
 # --- lesson 04: the notebook's h, the library's merge -----------------------------------------------------------
 
-def _split_global_h(x, n_heads):
+def _grouped_global_h(x, w_q, w_k, w_v, n_heads):     # the notebook's h, whatever the layer's n_heads
+    return a04._grouped(x, w_q, w_k, w_v, H)
+
+
+def _grouped_by_library_method(x, w_q, w_k, w_v, n_heads):    # the unbound split, reached through the class
     b, t, d = x.shape
-    return x.view(b, t, H, d // H).transpose(1, 2)
-
-
-def _split_by_library_method(x, n_heads):        # the unbound method, reached through the class
     layer = object.__new__(course_utils.multihead.MultiHeadAttention)
-    layer.n_heads, layer.d_k, layer.d_model = n_heads, x.shape[-1] // n_heads, x.shape[-1]
-    return course_utils.multihead.MultiHeadAttention.split_heads(layer, x)
+    layer.n_heads, layer.d_k, layer.d_model = n_heads, d // n_heads, d
+    split = course_utils.multihead.MultiHeadAttention.split_heads
+    q = split(layer, x @ w_q)
+    k, v = (a04._split(x @ w, w.shape[1] // layer.d_k).repeat_interleave(n_heads * layer.d_k // w.shape[1], 1)
+            for w in (w_k, w_v))
+    return a04._merge(torch.softmax(q @ k.transpose(-2, -1) / layer.d_k ** 0.5, -1) @ v)
 
 
-def _forward_global_h(x, mha):
+def _averaged_global_h(x, mha):
     b, t, d = x.shape
-    q, k, v = (z.view(b, t, H, d // H).transpose(1, 2) for z in mha.qkv_proj(x).split(d, dim=-1))
-    out = torch.softmax(q @ k.transpose(-2, -1) / (d // H) ** 0.5, -1) @ v
-    return mha.out_proj(out.transpose(1, 2).reshape(b, t, d))
+    q, k, _ = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k = a04._split(q, H), a04._split(k, H)
+    return torch.softmax(q @ k.transpose(-2, -1) / (d // H) ** 0.5, -1).mean(1)
 
 
 # --- lesson 06: library normalisation and dropout by other names ------------------------------------------------
@@ -195,9 +199,10 @@ def _bce_by_torch_alias(z, y):
     return torch.binary_cross_entropy_with_logits(z, y, None, None, 0)
 
 
-def _soft_ce_detached(logits, q):
-    with torch.no_grad():
-        return -(q * (logits - torch.logsumexp(logits, -1, keepdim=True))).sum(-1).mean()
+def _soft_target_grad_by_vjp(logits, q):         # autograd through torch.func, under another name
+    from torch.func import vjp
+    _, pull = vjp(lambda z: F.cross_entropy(z, q), logits)
+    return pull(torch.tensor(1.0))[0]
 
 
 def _dummy_backward_then_formula(eps, n_classes):
@@ -386,10 +391,10 @@ REFUSALS = {
         "check_softmax_jacobian": (("list comprehension", _jacobian_by_comprehension, "loop"),),
     },
     "l04_multihead": {
-        "check_split_heads": (("global h instead of n_heads", _split_global_h, "n_heads="),
-                              ("another alias of the library function", _split_by_library_method, "library")),
-        "check_mha_forward": (("global h instead of n_heads", _forward_global_h, "n_heads="),
-                              ("merge_heads", a04._forward_merged_by_the_library, "merge_heads")),
+        "check_grouped_heads": (("global h instead of n_heads", _grouped_global_h, "n_heads="),
+                                ("another alias of the library function", _grouped_by_library_method, "library"),
+                                ("merge_heads", a04._grouped_merged_by_the_library, "merge_heads")),
+        "check_averaged_weights": (("global h instead of n_heads", _averaged_global_h, "num_heads="),),
     },
     "l05_masking": {
         "check_left_padded_mask": (("loop in a helper function", _left_padded_by_helper, "Python loops"),
@@ -417,7 +422,8 @@ REFUSALS = {
         "check_binary_cross_entropy": (("gradient test skipped without grad", _bce_detached, "gradient"),
                                        ("another alias of the library function", _bce_by_torch_alias, "trick"),
                                        ("logsumexp", _bce_by_logsumexp, "logsumexp")),
-        "check_soft_cross_entropy": (("gradient test skipped without grad", _soft_ce_detached, "gradient"),),
+        "check_soft_target_gradient": (("another alias of the library function", _soft_target_grad_by_vjp,
+                                        "asked autograd"),),
         "check_smoothed_confidence": (
             ("dummy backward + closed form", _dummy_backward_then_formula, "without training anything"),
             ("dummy backward + closed form", _many_dummy_backwards_then_formula, "without training anything")),

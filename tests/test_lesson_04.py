@@ -23,41 +23,59 @@ def good_split(x, n_heads):
     return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)
 
 
-def bad_split(x, n_heads):                          # the classic mistake: no transpose
-    b, t, d = x.shape
-    return x.view(b, n_heads, t, d // n_heads)
-
-
 def good_merge(x):
     b, h, t, d_k = x.shape
     return x.transpose(1, 2).reshape(b, t, h * d_k)
 
 
-def good_forward(x, mha):
-    q, k, v = mha.qkv_proj(x).split(mha.d_model, dim=-1)
-    q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
+def good_grouped(x, w_q, w_k, w_v, n_heads):
+    q = good_split(x @ w_q, n_heads)
+    n_kv = w_k.shape[1] // q.shape[-1]
+    k, v = (good_split(x @ w, n_kv).repeat_interleave(n_heads // n_kv, dim=1) for w in (w_k, w_v))
     out, _ = cu.attention_with_weights(q, k, v)
-    return mha.out_proj(good_merge(out))
+    return good_merge(out)
 
 
-def forward_scaled_by_d_model(x, mha):              # common mistake 1
-    q, k, v = mha.qkv_proj(x).split(mha.d_model, dim=-1)
-    q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
-    out, _ = cu.attention_with_weights(q, k, v, scale=1 / math.sqrt(mha.d_model))
-    return mha.out_proj(good_merge(out))
-
-
-def forward_without_bias(x, mha):
-    q, k, v = F.linear(x, mha.qkv_proj.weight).split(mha.d_model, dim=-1)
-    q, k, v = (good_split(t, mha.n_heads) for t in (q, k, v))
+def grouped_tiled(x, w_q, w_k, w_v, n_heads):       # .repeat: head i reads K/V head i % n_kv
+    q = good_split(x @ w_q, n_heads)
+    n_kv = w_k.shape[1] // q.shape[-1]
+    k, v = (good_split(x @ w, n_kv).repeat(1, n_heads // n_kv, 1, 1) for w in (w_k, w_v))
     out, _ = cu.attention_with_weights(q, k, v)
-    return F.linear(good_merge(out), mha.out_proj.weight)
+    return good_merge(out)
 
 
-def forward_with_library_split(x, mha):             # borrows the module's split_heads: refused
-    q, k, v = (mha.split_heads(t) for t in mha.qkv_proj(x).split(mha.d_model, dim=-1))
-    out, _ = cu.attention_with_weights(q, k, v)
-    return mha.out_proj(good_merge(out))
+def grouped_scaled_by_d_model(x, w_q, w_k, w_v, n_heads):    # common mistake 1, in a grouped layer
+    q = good_split(x @ w_q, n_heads)
+    n_kv = w_k.shape[1] // q.shape[-1]
+    k, v = (good_split(x @ w, n_kv).repeat_interleave(n_heads // n_kv, dim=1) for w in (w_k, w_v))
+    out, _ = cu.attention_with_weights(q, k, v, scale=1 / math.sqrt(x.shape[-1]))
+    return good_merge(out)
+
+
+def grouped_by_private_gqa(x, w_q, w_k, w_v, n_heads):    # enable_gqa through torch's private route
+    q = good_split(x @ w_q, n_heads)
+    n_kv = w_k.shape[1] // q.shape[-1]
+    out = torch._C._nn.scaled_dot_product_attention(q, good_split(x @ w_k, n_kv), good_split(x @ w_v, n_kv),
+                                                    enable_gqa=True)
+    return good_merge(out)
+
+
+def averaged(x, mha):
+    q, k, _ = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k = good_split(q, mha.num_heads), good_split(k, mha.num_heads)
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1).mean(dim=1)
+
+
+def averaged_scaled_by_d_model(x, mha):
+    q, k, _ = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k = good_split(q, mha.num_heads), good_split(k, mha.num_heads)
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1]), -1).mean(dim=1)
+
+
+def averaged_scores(x, mha):                         # softmax of the mean score
+    q, k, _ = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k = good_split(q, mha.num_heads), good_split(k, mha.num_heads)
+    return torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).mean(dim=1), -1)
 
 
 def good_cross(x, memory, keep, mha):
@@ -82,10 +100,11 @@ def cross_ignoring_mask(x, memory, keep, mha):
 
 
 @pytest.mark.parametrize("check, good, bad", [
-    (l04.check_split_heads, good_split, bad_split),
-    (l04.check_mha_forward, good_forward, forward_scaled_by_d_model),
-    (l04.check_mha_forward, good_forward, forward_without_bias),
-    (l04.check_mha_forward, good_forward, forward_with_library_split),
+    (l04.check_grouped_heads, good_grouped, grouped_tiled),
+    (l04.check_grouped_heads, good_grouped, grouped_scaled_by_d_model),
+    (l04.check_grouped_heads, good_grouped, grouped_by_private_gqa),
+    (l04.check_averaged_weights, averaged, averaged_scores),
+    (l04.check_averaged_weights, averaged, averaged_scaled_by_d_model),
     (l04.check_cross_attention, good_cross, cross_ignoring_mask),
     (l04.check_cross_attention, cross_with_sdpa, cross_ignoring_mask),
 ])
@@ -97,9 +116,15 @@ def test_checks_accept_solution_and_reject_mistake(check, good, bad, capsys):
 
 
 def test_check_hints(capsys):
-    l04.check_split_heads(bad_split)
-    assert "transpose" in capsys.readouterr().out
-    l04.check_mha_forward(forward_scaled_by_d_model)
+    l04.check_grouped_heads(grouped_tiled)
+    assert "repeat_interleave" in capsys.readouterr().out
+    l04.check_grouped_heads(grouped_scaled_by_d_model)
+    assert "common mistake 1" in capsys.readouterr().out
+    l04.check_grouped_heads(grouped_by_private_gqa)
+    assert "enable_gqa" in capsys.readouterr().out
+    l04.check_averaged_weights(averaged_scores)
+    assert "Softmax each head first" in capsys.readouterr().out
+    l04.check_averaged_weights(averaged_scaled_by_d_model)
     assert "common mistake 1" in capsys.readouterr().out
     l04.check_cross_attention(cross_ignoring_mask)
     assert "keep[:, None, None, :]" in capsys.readouterr().out
@@ -107,12 +132,15 @@ def test_check_hints(capsys):
 
 def test_watched_methods_are_restored():
     forward, split = cu.MultiHeadAttention.forward, cu.MultiHeadAttention.split_heads
-    l04.check_mha_forward(lambda x, mha: mha(x))
+    torch_forward = torch.nn.MultiheadAttention.forward
+    l04.check_averaged_weights(lambda x, mha: mha(x, x, x)[1])
     assert cu.MultiHeadAttention.forward is forward and cu.MultiHeadAttention.split_heads is split
+    assert torch.nn.MultiheadAttention.forward is torch_forward
 
 
 def test_checks_leave_global_rng_alone():
-    for check, answer in ((l04.check_mha_forward, good_forward), (l04.check_cross_attention, good_cross)):
+    for check, answer in ((l04.check_grouped_heads, good_grouped), (l04.check_averaged_weights, averaged),
+                          (l04.check_cross_attention, good_cross)):
         torch.manual_seed(123)
         expected = torch.rand(3)
         torch.manual_seed(123)

@@ -12,7 +12,6 @@ import torch.nn.functional as F
 
 from course_lab import i18n
 from course_lab.lessons import l08_output_loss as l08
-from course_utils import losses
 
 matplotlib.use("Agg")
 
@@ -164,27 +163,35 @@ def test_check_binary_cross_entropy(capsys):
     assert "RuntimeError" in capsys.readouterr().out
 
 
-def test_check_soft_cross_entropy(capsys):
+def test_check_soft_target_gradient(capsys):
     def good(logits, q):
-        return -(q * _log_softmax(logits)).sum(-1).mean()
+        return (torch.softmax(logits, -1) - q) / len(q)
 
-    assert l08.check_soft_cross_entropy(good) is True
-    assert "label smoothing" in capsys.readouterr().out
-    assert l08.check_soft_cross_entropy(lambda z, q: -(q * torch.log(torch.softmax(z, -1))).sum(-1).mean()) is False
-    assert "0 · (−inf) = nan" in capsys.readouterr().out
-    assert l08.check_soft_cross_entropy(lambda z, q: -(q * _log_softmax(z)).sum()) is False
-    assert "summed over the rows" in capsys.readouterr().out
-    assert l08.check_soft_cross_entropy(lambda z, q: (q * _log_softmax(z)).sum(-1).mean()) is False
-    assert "sign is flipped" in capsys.readouterr().out
-    assert l08.check_soft_cross_entropy(lambda z, q: -(q * _log_softmax(z)).mean()) is False     # mean over V too
-    assert "Expected" in capsys.readouterr().out
-    for shortcut in (lambda z, q: F.cross_entropy(z, q),
-                     lambda z, q: F.kl_div(F.log_softmax(z, -1), q, reduction="batchmean"),
-                     lambda z, q: losses.cross_entropy(z, q.argmax(-1))):
-        assert l08.check_soft_cross_entropy(shortcut) is False
-        assert "takes a target distribution" in capsys.readouterr().out
-    assert l08.check_soft_cross_entropy(lambda z, q: torch.zeros(2)) is False
-    assert l08.check_soft_cross_entropy(_not_implemented) is False
+    assert l08.check_soft_target_gradient(good) is True
+    assert "(softmax(z) − q) / N" in capsys.readouterr().out
+    for wrong, says in ((lambda z, q: torch.softmax(z, -1) - q, "1/N"),
+                        (lambda z, q: (q - torch.softmax(z, -1)) / len(q), "sign is flipped"),
+                        (lambda z, q: -q / torch.softmax(z, -1) / len(q), "∂L/∂p"),
+                        (lambda z, q: (torch.softmax(z, -1) - F.one_hot(q.argmax(-1), q.shape[-1])) / len(q),
+                         "hard label"),
+                        (lambda z, q: (torch.exp(z) / torch.exp(z).sum(-1, keepdim=True) - q) / len(q), "overflows"),
+                        (lambda z, q: torch.softmax(z, -1) * (1 - q) / len(q), "Not yet"),
+                        (lambda z, q: (torch.softmax(z, -1) - q).mean(), "expected shape")):
+        assert l08.check_soft_target_gradient(wrong) is False
+        assert says in capsys.readouterr().out
+
+    def by_backward(z, q):
+        z = z.clone().requires_grad_(True)
+        F.cross_entropy(z, q).backward()
+        return z.grad
+
+    def by_func_grad(z, q):
+        return torch.func.grad(lambda t: F.cross_entropy(t, q))(z)
+
+    for shortcut in (by_backward, by_func_grad):
+        assert l08.check_soft_target_gradient(shortcut) is False
+        assert "asked autograd" in capsys.readouterr().out
+    assert l08.check_soft_target_gradient(_not_implemented) is False
     assert "Not attempted" in capsys.readouterr().out
 
 
@@ -225,5 +232,5 @@ def test_checks_speak_chinese(capsys):
     assert "还没有作答" in capsys.readouterr().out
     assert l08.check_binary_cross_entropy(_bce) is True
     assert "正确" in capsys.readouterr().out
-    assert l08.check_soft_cross_entropy(lambda z, q: F.cross_entropy(z, q)) is False
-    assert "目标分布" in capsys.readouterr().out
+    assert l08.check_soft_target_gradient(lambda z, q: (q - torch.softmax(z, -1)) / len(q)) is False
+    assert "符号反了" in capsys.readouterr().out

@@ -5,6 +5,8 @@ Nothing here trains: the widget runs on the tiny untrained model of ``l09.demo_m
 
 from __future__ import annotations
 
+import math
+
 import matplotlib
 import numpy as np
 import pytest
@@ -246,24 +248,36 @@ def cls_as_float(ids, cls_id):
     return cls_good(ids, cls_id).float()
 
 
-def baseline_good(train, dev):
-    from collections import Counter
-    constant = Counter(train).most_common(1)[0][0]
-    return sum(y == constant for y in dev) / len(dev)
+def constant_loss_good(train, dev):
+    return -sum(math.log(train.count(y) / len(train)) for y in dev) / len(dev)
 
 
-def baseline_peeking(train, dev):
-    return baseline_good(dev, dev)
+def constant_loss_peeking(train, dev):                   # π fitted on the evaluation labels
+    return constant_loss_good(dev, dev)
 
 
-def baseline_always_one(train, dev):
-    return sum(y == 1 for y in dev) / len(dev)
+def constant_loss_majority(train, dev):                  # "always the majority", one-hot: log 0
+    majority = max(set(train), key=train.count)
+    return -torch.log(torch.tensor([1.0 if y == majority else 0.0 for y in dev])).mean().item()
+
+
+def constant_loss_uniform(train, dev):
+    return math.log(len(set(train) | set(dev)))
+
+
+def constant_loss_bits(train, dev):
+    return constant_loss_good(train, dev) / math.log(2)
+
+
+def constant_loss_on_train(train, dev):
+    return constant_loss_good(train, train)
 
 
 @pytest.mark.parametrize("check, good, bads", [
     (l09.check_max_pool, l09_checks._masked_max_pool, [max_pool_unmasked, max_pool_multiplied, max_pool_wrong_dim]),
     (l09.check_prepend_cls, cls_good, [cls_at_the_end, cls_overwrites, cls_drops_the_last]),
-    (l09.check_majority_baseline, baseline_good, [baseline_peeking, baseline_always_one]),
+    (l09.check_constant_loss, constant_loss_good, [constant_loss_peeking, constant_loss_majority, constant_loss_uniform,
+                                                   constant_loss_bits, constant_loss_on_train]),
 ])
 def test_checks_accept_solution_and_reject_mistakes(check, good, bads, capsys):
     assert check(good) is True
@@ -283,8 +297,11 @@ def test_check_hints(capsys):
     assert "changed its input in place" in capsys.readouterr().out
     l09.check_prepend_cls(cls_drops_the_last)
     assert "(3, 7)" in capsys.readouterr().out
-    l09.check_majority_baseline(baseline_peeking)
-    assert "training set" in capsys.readouterr().out
+    for wrong, says in ((constant_loss_peeking, "evaluation labels"), (constant_loss_majority, "Infinite"),
+                        (constant_loss_uniform, "uniform guess"), (constant_loss_bits, "nats"),
+                        (constant_loss_on_train, "training labels")):
+        l09.check_constant_loss(wrong)
+        assert says in capsys.readouterr().out
 
 
 def test_check_prepend_cls_wants_integer_ids(capsys):
@@ -292,7 +309,7 @@ def test_check_prepend_cls_wants_integer_ids(capsys):
     assert "torch.int64" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("check", [l09.check_max_pool, l09.check_prepend_cls, l09.check_majority_baseline,
+@pytest.mark.parametrize("check", [l09.check_max_pool, l09.check_prepend_cls, l09.check_constant_loss,
                                    l09.check_early_stop])
 def test_checks_never_raise(check, capsys):
     assert check(not_started) is False
@@ -350,9 +367,9 @@ def test_checks_speak_chinese(capsys):
     assert "填充" in capsys.readouterr().out
 
 
-def test_reference_baseline():
-    assert l09_checks._majority_baseline([1, 1, 0], [0, 0, 1, 1]) == 0.5
-    assert l09_checks._majority_baseline([1] * 10, [1] * 4) == 1.0
-    assert l09_checks._majority_baseline([0, 1], [0, 0, 1]) == pytest.approx(2 / 3)    # a tie: the smaller label
+def test_reference_constant_loss():
+    assert l09_checks._constant_loss([1, 1, 0, 0], [0, 1]) == pytest.approx(math.log(2))
+    assert l09_checks._constant_loss([1] * 56 + [0] * 44, [1] * 51 + [0] * 49) > math.log(2)   # SST-2's shares
+    assert l09_checks._constant_loss([0, 1, 1, 1], [1]) == pytest.approx(-math.log(0.75))
     with pytest.raises(ValueError):
-        l09_checks._majority_baseline([], [1])
+        l09_checks._constant_loss([], [1])

@@ -269,15 +269,14 @@ def class1_rows() -> list[Case]:
     def spin(ids, pad_id):
         while True:
             pass
-    def majority_as_str(train, dev):  # the right accuracy, returned as a string
-        constant = max(sorted(set(train)), key=train.count)
-        return str(sum(y == constant for y in dev) / len(dev))
+    def constant_loss_as_str(train, dev):  # the right loss, returned as a string
+        return str(-sum(math.log(train.count(y) / len(train)) for y in dev) / len(dev))
     refused = lambda r: r is False  # noqa: E731 - an exercise check refuses by returning False
     return [
         Case("1", "R1", "l05.check_left_padded_mask(fn mutating ids)", lambda: l05_masking.check_left_padded_mask(
             mutating), refused),
-        Case("1", "R2", "check_majority_baseline(str)", lambda: checks.check_majority_baseline(
-            majority_as_str), refused),
+        Case("1", "R2", "check_constant_loss(str)", lambda: checks.check_constant_loss(
+            constant_loss_as_str), refused),
         Case("1", "R15", "exercise check fed while True", lambda: l05_masking.check_left_padded_mask(spin), refused),
         Case("1", "R24", "l00.check_attention_memory(tensor)", lambda: l00_welcome.check_attention_memory(
             lambda b, h, t: torch.tensor([b * h * t * t * 4, 0])), refused),

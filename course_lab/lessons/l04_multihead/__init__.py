@@ -16,9 +16,9 @@ from course_utils.multihead import MultiHeadAttention
 
 from ... import i18n, viz
 from ..l03_attention import row_entropy
+from .checks import check_averaged_weights as check_averaged_weights
 from .checks import check_cross_attention as check_cross_attention
-from .checks import check_mha_forward as check_mha_forward
-from .checks import check_split_heads as check_split_heads
+from .checks import check_grouped_heads as check_grouped_heads
 
 # ----------------------------------------------------------------------------------------------------
 # The sentence's sizes (the notebook writes its input features and the four heads' W_i^Q, W_i^K by hand)

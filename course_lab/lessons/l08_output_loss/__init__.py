@@ -22,7 +22,7 @@ from course_utils import losses
 from ... import i18n, viz
 from .checks import check_binary_cross_entropy as check_binary_cross_entropy
 from .checks import check_smoothed_confidence as check_smoothed_confidence
-from .checks import check_soft_cross_entropy as check_soft_cross_entropy
+from .checks import check_soft_target_gradient as check_soft_target_gradient
 from .checks import smoothed_target as smoothed_target
 
 # ------------------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Lesson 08 — the exercise checks (binary and soft cross-entropy, the smoothed confidence experiment)."""
+"""Lesson 08 — the exercise checks (binary cross-entropy, the gradient of a soft-target cross-entropy, the smoothed
+confidence experiment)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from course_utils import losses
 from ...exercises import (
     as_number,
     attempt,
+    autograd_routes,
     fail,
     fresh_generator,
     grad_problem,
@@ -114,55 +116,89 @@ def check_binary_cross_entropy(fn) -> bool:
                   "autograd 在那里只取其中一个斜率，所以梯度是在折点以外比较的。）")
 
 
-# What exercise 2 rules out: the library losses that accept a target distribution.
-SOFT_TARGET_LOSSES = ((F, "cross_entropy"), (F, "kl_div"), (losses, "cross_entropy"))
+def _torch_gradient(logits: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """∂/∂logits of PyTorch's cross-entropy with probability targets (mean over the rows), by autograd."""
+    leaf = logits.detach().clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(F.cross_entropy(leaf, q), leaf)
+    return grad
 
 
 @never_raises
-def check_soft_cross_entropy(fn) -> bool:
-    """Exercise 2: ``fn(logits (N, V), q (N, V))`` = mean over rows of ``−Σ_k q_k log softmax(logits)_k``, for
-    any target distribution ``q`` (label smoothing and distillation are two choices of ``q``)."""
+def check_soft_target_gradient(fn) -> bool:
+    """Exercise 2: ``fn(logits (N, V), q (N, V))`` = ∂L/∂logits of L = mean over rows of ``−Σ_k q_k log p_k``,
+    ``p = softmax(logits)``, derived, not asked of autograd; finite for logits like ±1000. Compared with autograd
+    through ``F.cross_entropy(logits, q)``; the mistakes a derivation makes (sign, the mean's 1/N, the gradient
+    with respect to p instead of the logits, the hard label instead of q) are named."""
     g = fresh_generator()
-    eps, n_classes = 0.1, 6
-    hard = torch.tensor([2, 0, 5])
+    n_classes, eps = 6, 0.1
+    hard = torch.tensor([2, 0, 5, 1])
     cases = [(3 * torch.randn(4, n_classes, generator=g), torch.softmax(torch.randn(4, n_classes, generator=g), -1)),
-             (torch.tensor([[1000.0, 0.0, -1000.0, 5.0, 0.0, 0.0]]), torch.tensor([[0.5, 0.5, 0.0, 0.0, 0.0, 0.0]])),
-             (2 * torch.randn(3, n_classes, generator=g),
-              torch.stack([smoothed_target(int(t), n_classes, eps) for t in hard]))]
+             (2 * torch.randn(4, n_classes, generator=g),
+              torch.stack([smoothed_target(int(t), n_classes, eps) for t in hard])),
+             (torch.tensor([[1000.0, 0.0, -1000.0, 5.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 1000.0]]),
+              torch.tensor([[0.5, 0.5, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]))]
     for logits, q in cases:
-        logits_in = logits.clone().requires_grad_(True)         # the loss must carry a gradient to the logits
-        with watching(fn, SOFT_TARGET_LOSSES) as calls:
-            ok, got = attempt(fn, logits_in, q.clone())
-        if not ok:
-            return False
+        want = _torch_gradient(logits, q)
+        n = len(q)
+        with watching(fn, autograd_routes()) as calls:
+            ok, got = attempt(fn, logits.clone(), q.clone())
         if calls:
-            return _forbidden(calls, "that loss takes a target distribution and does the whole exercise. Write "
-                                     "−Σ q log p yourself, with a stable log-softmax.",
-                              "这个损失函数可以直接接受目标分布，整个练习都被它做完了。请自己写出 −Σ q log p，"
-                              "其中 log p 用稳定的 log-softmax 计算。")
-        if not is_tensor(got, (), "loss", "损失"):
+            return fail("Your function asked autograd for the gradient (.backward(), torch.autograd or torch.func): "
+                        "the exercise is to derive it. Write log p_k = z_k − log Σ_j e^{z_j}, differentiate "
+                        "−Σ_k q_k log p_k with respect to z_j, and use Σ_k q_k = 1.",
+                        "你的函数让 autograd 替你求了梯度（.backward()、torch.autograd 或 torch.func）："
+                        "本题要你自己推导。写出 log p_k = z_k − log Σ_j e^{z_j}，对 z_j 求 −Σ_k q_k log p_k 的导数，"
+                        "再用上 Σ_k q_k = 1。")
+        if not ok or not is_tensor(got, logits.shape, "gradient", "梯度"):
             return False
-        want = F.cross_entropy(logits, q)
-        got, got_graph = got.detach().float(), got
-        if not torch.isfinite(got):
-            return fail("nan or inf: where q is 0 and log p is −inf, 0 · (−inf) = nan. Compute log p with a stable "
-                        "log-softmax (never log(softmax(x))): then log p is finite and 0 · log p = 0.",
-                        "出现了 nan 或 inf：q 为 0 而 log p 为 −inf 的地方，0 · (−inf) = nan。请用稳定的 log-softmax "
-                        "计算 log p（不要写 log(softmax(x))）：这样 log p 是有限值，0 · log p = 0。")
-        if len(q) > 1 and torch.allclose(got, want * len(q), atol=1e-4):
-            return fail("You summed over the rows: the loss is their mean.", "你对各行求了和：损失应取各行的平均值。")
-        if torch.allclose(got, -want, atol=1e-4):
-            return fail("The sign is flipped: the loss is −Σ q log p, never below 0.",
-                        "符号反了：损失是 −Σ q log p，不会小于 0。")
-        if not torch.allclose(got, want, atol=1e-4, rtol=1e-5):
-            return fail(f"Expected {float(want):.4f}, got {float(got):.4f}: average −Σ_k q_k log p_k over the rows.",
-                        f"应为 {float(want):.4f}，实际是 {float(got):.4f}：对每一行算 −Σ_k q_k log p_k，再取平均。")
-        if not _gradient_reaches(got_graph, logits_in, (torch.softmax(logits, -1) - q) / len(q)):
-            return False
-    return passed("Correct, for any q. With q = the smoothed one-hot target it equals cross-entropy with label "
-                  "smoothing (the third test); with q = a teacher model's softmax it is the distillation loss.",
-                  "正确，对任意 q 都成立。q 取平滑后的独热目标时，它就等于带标签平滑的交叉熵（第三个测试）；"
-                  "q 取一个教师模型的 softmax 时，它就是知识蒸馏的损失。")
+        got = got.detach().float()
+        if not torch.isfinite(got).all():
+            return fail("nan or inf for logits like ±1000: e^1000 overflows. Compute p with a stable softmax "
+                        "(torch.softmax, or the exp of this lesson's log_softmax).",
+                        "logits 为 ±1000 时出现了 nan 或 inf：e^1000 会上溢。请用稳定的 softmax 计算 p"
+                        "（torch.softmax，或对本课的 log_softmax 取 exp）。")
+        if torch.allclose(got, want, atol=1e-5, rtol=1e-4):
+            continue
+        if logits.abs().max() >= 1000:                  # right on the ordinary cases, wrong where p underflows
+            return fail("Right for ordinary logits, wrong for logits like ±1000, where some p_k round to exactly 0. "
+                        "Your route loses those classes (through 1/p_k, or p_k times something large): simplify the "
+                        "formula first. The gradient of −Σ_k q_k log p_k needs no division by p.",
+                        "普通的 logits 都对，但 logits 为 ±1000 时不对：这时有些 p_k 被舍入成恰好 0，你的算法丢掉了这些"
+                        "类别（经过了 1/p_k，或者 p_k 乘上一个很大的数）。请先把公式化简：−Σ_k q_k log p_k 的梯度"
+                        "根本不需要除以 p。")
+        p = torch.softmax(logits, -1)
+        if torch.allclose(got, -want, atol=1e-5):
+            return fail("The sign is flipped. Raising the logit of a class that q wants more than p predicts lowers "
+                        "the loss, so the gradient there is negative: gradient descent steps against it.",
+                        "符号反了。q 想要的比 p 预测的多的那个类别，把它的 logit 调高会让损失下降，"
+                        "所以那里的梯度是负的：梯度下降是逆着梯度走的。")
+        if n > 1 and torch.allclose(got, want * n, atol=1e-5):
+            return fail("You left out the 1/N: L is the mean over the N rows, so each row's gradient is divided by N.",
+                        "你漏掉了 1/N：L 是 N 行的平均值，所以每一行的梯度都要除以 N。")
+        d_p = -q / p.clamp_min(1e-30)                                        # ∂L/∂p of one row
+        if torch.allclose(got, d_p / n, atol=1e-4) or torch.allclose(got, d_p, atol=1e-4):
+            return fail("That is ∂L/∂p, the gradient with respect to the probabilities. The question asks for the "
+                        "logits z: p = softmax(z), so carry it through the softmax (its Jacobian, lesson 03), or "
+                        "differentiate log p_k = z_k − log Σ_j e^{z_j} directly.",
+                        "这是 ∂L/∂p，也就是对概率的梯度。题目要的是对 logits z 的梯度：p = softmax(z)，"
+                        "要再经过 softmax（它的雅可比矩阵，见第 03 课），"
+                        "或者直接对 log p_k = z_k − log Σ_j e^{z_j} 求导。")
+        one_hot = F.one_hot(q.argmax(-1), q.shape[-1]).float()
+        if torch.allclose(got, (p - one_hot) / n, atol=1e-5):
+            return fail("You used the hard label (the argmax of q) instead of q: that is the gradient without "
+                        "smoothing. With a soft target every class k gets p_k − q_k.",
+                        "你用了硬标签（q 的 argmax）而不是 q：这是不加平滑时的梯度。目标是软分布时，"
+                        "每个类别 k 得到的都是 p_k − q_k。")
+        err = float((got - want).abs().max())
+        return fail(f"Not yet (largest difference {err:.3g}). Differentiate −Σ_k q_k (z_k − log Σ_j e^{{z_j}}) with "
+                    "respect to z_j, use Σ_k q_k = 1, and do not forget the mean over the rows.",
+                    f"还不对（最大差值 {err:.3g}）。对 z_j 求 −Σ_k q_k (z_k − log Σ_j e^{{z_j}}) 的导数，用上 "
+                    "Σ_k q_k = 1，也别忘了对各行取平均。")
+    return passed("Correct: ∂L/∂z = (softmax(z) − q) / N. Each row sums to 0, it vanishes when the prediction is "
+                  "q, and with a one-hot q it is p − 1 on the correct class, close to −1 when the model is "
+                  "confidently wrong.",
+                  "正确：∂L/∂z = (softmax(z) − q) / N。每行之和为 0；预测恰好等于 q 时梯度为 0；q 是独热向量时，"
+                  "正确类别上的梯度是 p − 1，模型自信地犯错时接近 −1。")
 
 
 GRADIENT_CALLS = ((torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"))

@@ -7,12 +7,14 @@ imports nothing from the lesson module, so there is no import cycle.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
 import torch
 
 from ...exercises import (
+    as_number,
     attempt,
     fail,
     fresh_generator,
@@ -119,47 +121,84 @@ def check_prepend_cls(fn) -> bool:
                   "正确：每一行都以 [CLS] 开头，并保留了全部词元。现在运行下面的实验。")
 
 
-def _majority_baseline(train_labels: Sequence[int], eval_labels: Sequence[int]) -> float:
-    """Reference of exercise 3: accuracy on ``eval_labels`` of always predicting the most common training label."""
-    train_labels, eval_labels = list(map(int, train_labels)), list(map(int, eval_labels))
+def _constant_loss(train_labels: Sequence[int], eval_labels: Sequence[int]) -> float:
+    """Reference of exercise 3: the mean cross-entropy (nats) on ``eval_labels`` of the best constant predictor
+    fitted on ``train_labels``, which outputs the training frequencies π for every input: −mean log π[y]."""
     if not train_labels or not eval_labels:
         raise ValueError("both label lists must be non-empty")
     counts = Counter(train_labels)
-    constant = max(sorted(counts), key=lambda k: counts[k])  # ties: the smallest label
-    return sum(y == constant for y in eval_labels) / len(eval_labels)
+    return -sum(math.log(counts[y] / len(train_labels)) for y in eval_labels) / len(eval_labels)
+
+
+def _constant_loss_cases() -> list[tuple[list[int], list[int]]]:
+    cases = [([1] * 56 + [0] * 44, [1] * 51 + [0] * 49),     # SST-2's shares: above log 2
+             ([1] * 9 + [0] * 5, [0] * 6 + [1] * 4),
+             ([0, 1, 2, 2, 2, 1, 0, 2], [2, 2, 1, 0, 2])]
+    g = fresh_generator()                                   # drawn lists: no fixed answer to copy
+    while len(cases) < 6:
+        n_classes = fresh_int(2, 6, g)
+        train = torch.randint(n_classes, (fresh_int(8, 40, g),), generator=g).tolist()
+        dev = torch.randint(n_classes, (fresh_int(3, 30, g),), generator=g).tolist()
+        if set(dev) <= set(train) and Counter(train) != Counter(dev):
+            cases.append((train, dev))
+    return cases
+
+
+def _is_infinite(got) -> bool:
+    """``inf`` as a float or a one-number tensor (what a probability of 0 under a log gives)."""
+    if isinstance(got, torch.Tensor):
+        return got.numel() == 1 and bool(torch.isinf(got.detach()).all())
+    return isinstance(got, float) and math.isinf(got)
 
 
 @never_raises
-def check_majority_baseline(fn) -> bool:
-    """Exercise 3: ``fn(train_labels, eval_labels) -> float`` (both are lists of ints)."""
-    cases = [([1] * 9 + [0] * 5, [0] * 6 + [1] * 4),        # train says 1, eval is mostly 0: 0.4
-             ([1] * 1600, [1] * 400),                        # the synthetic task: every label is 1
-             ([0, 1, 1, 0, 0], [1, 0, 1, 1, 1, 0, 1])]
-    g = fresh_generator()                                   # drawn lists with a unique majority: no fixed answer
-    while len(cases) < 6:
-        n_classes = fresh_int(2, 6, g)
-        train = torch.randint(n_classes, (fresh_int(5, 40, g),), generator=g).tolist()
-        counts = sorted(Counter(train).values())
-        if len(counts) == 1 or counts[-1] > counts[-2]:
-            cases.append((train, torch.randint(n_classes, (fresh_int(3, 30, g),), generator=g).tolist()))
-    for train, dev in cases:
+def check_constant_loss(fn) -> bool:
+    """Exercise 3: ``fn(train_labels, eval_labels) -> float`` (lists of ints), the dev cross-entropy of the best
+    input-blind predictor fitted on the training labels; the usual wrong derivations are named."""
+    for train, dev in _constant_loss_cases():
         ok, got = attempt(fn, list(train), list(dev))
         if not ok:
             return False
-        want = _majority_baseline(train, dev)
+        want = _constant_loss(train, dev)
         problem = number_problem(got, want, rel=1e-6)
         if problem is None:
             continue
-        peeked = 1 - want if len(set(dev)) == 2 else None    # the accuracy of the *evaluation* majority
-        if want < 0.5 and peeked is not None and number_problem(got, peeked) is None:
-            return fail("You chose the constant from the evaluation labels. A baseline may only learn from the "
-                        "training set: take the majority of train_labels, then score it on eval_labels.",
-                        "你是根据评估集的标签选的常数。基线只能从训练集学习：先取 train_labels 的多数类，"
-                        "再在 eval_labels 上计算准确率。")
+        value, _ = as_number(got)
+        dev_counts, n_classes = Counter(dev), len(set(train) | set(dev))
+        peeked = -sum(c / len(dev) * math.log(c / len(dev)) for c in dev_counts.values())
+        on_train = _constant_loss(train, train)
+        if _is_infinite(got):
+            return fail("Infinite: your constant puts probability 0 on some label, and −log 0 = ∞ for every example "
+                        "of it (a one-hot 'always the majority' does that). Under cross-entropy the best constant "
+                        "is a distribution: minimise −Σ_c n_c log π_c with Σ_c π_c = 1.",
+                        "结果是无穷大：你的常数给某个标签的概率是 0，而这个标签的每个样本都要付出 −log 0 = ∞"
+                        "（独热的“永远回答多数类”就是这样）。在交叉熵下，最好的常数是一个分布："
+                        "在 Σ_c π_c = 1 的约束下最小化 −Σ_c n_c log π_c。")
+        if value is not None and math.isclose(value, peeked, rel_tol=1e-6):
+            return fail("You fitted π on the evaluation labels: that is their entropy, a number no model fitted on "
+                        "the training set is promised. Fit π on train_labels, then score it on eval_labels.",
+                        "你是用评估集标签拟合的 π：这得到的是评估集标签的熵，只在训练集上拟合的模型拿不到这个数。"
+                        "请在 train_labels 上拟合 π，再在 eval_labels 上评分。")
+        if value is not None and math.isclose(value, on_train, rel_tol=1e-6):
+            return fail("That is the loss on the training labels. The baseline is fitted on train_labels and scored "
+                        "on eval_labels, as the model's dev loss is.",
+                        "这是在训练集标签上的损失。基线要在 train_labels 上拟合、在 eval_labels 上评分，"
+                        "和模型的开发集损失一样。")
+        if value is not None and math.isclose(value, math.log(n_classes), rel_tol=1e-6):
+            return fail("That is the uniform guess, log C: a constant, but not the best one. Which π minimises "
+                        "the training cross-entropy −Σ_c n_c log π_c?",
+                        "这是均匀猜测 log C：它是常数，但不是最好的常数。"
+                        "哪个 π 能让训练集上的交叉熵 −Σ_c n_c log π_c 最小？")
+        if value is not None and math.isclose(value, want / math.log(2), rel_tol=1e-6):
+            return fail("That is in bits (log base 2). The training losses of this lesson are in nats: use the "
+                        "natural log.",
+                        "这是以比特为单位（以 2 为底的对数）。本课的训练损失以奈特为单位：请用自然对数。")
         return report(problem, f"for {len(train)} training and {len(dev)} evaluation labels",
                       f"训练标签 {len(train)} 个、评估标签 {len(dev)} 个时")
-    return passed("Correct: any classifier must beat this number before its accuracy means anything.",
-                  "正确：任何分类器的准确率只有超过这个数，才有意义。")
+    return passed("Correct: the best input-blind predictor outputs the training frequencies, and a dev loss above "
+                  "its number means the model has learned nothing usable from the sentences.",
+                  "正确：不看输入的最佳预测器输出的就是训练集中各类的频率；开发集损失如果不低于这个数，"
+                  "说明模型还没从句子里学到任何能用的东西。")
 
 
 def _early_stop(dev_losses: Sequence[float], patience: int) -> tuple[int, int]:
