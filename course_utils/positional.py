@@ -65,6 +65,14 @@ def rope_rotate(x: torch.Tensor, offset: int = 0, base: float = LayerConfig.rope
     return x * angles.cos().to(x.dtype) + rotate_half(x) * angles.sin().to(x.dtype)
 
 
+def check_rope_self_attention(rope_base: float | None, key) -> None:
+    """RoPE (``rope_base`` set) rotates q and k of one sequence: refuse keys passed from another one."""
+    if key is not None and rope_base is not None:
+        raise ValueError("positions='rope' rotates queries and keys of one sequence (self-attention); these keys come "
+                         "from another sequence: build cross-attention with MultiHeadAttention(..., cross=True), as "
+                         "DecoderLayer does, or use positions='sinusoidal' / 'learned'")
+
+
 class _Positions(nn.Module):
     """What every position scheme does: embedding dropout and the model's one length check (``offset`` + T ≤
     ``max_len``; ``offset`` shifts positions in KV-cache decoding)."""
