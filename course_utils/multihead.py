@@ -28,8 +28,7 @@ class MultiHeadAttention(nn.Module):
     ``attn_dropout``, ``bias``, ``positions``/``rope_base`` and ``n_kv_heads`` from ``config`` (or its keywords);
     ``cross=True``: a cross-attention module, never rotated."""
 
-    def __init__(self, d_model: int, n_heads: int, *, config: LayerConfig | None = None, cross: bool = False,
-                 **layer):
+    def __init__(self, d_model: int, n_heads: int, *, config: LayerConfig | None = None, cross: bool = False, **layer):
         super().__init__()
         c = LayerConfig.merge(layer, config)
         self.d_k = check_divisible(d_model, n_heads)

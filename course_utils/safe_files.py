@@ -129,8 +129,7 @@ def torch_reason(err: BaseException) -> str:
     text = str(err)
     match = re.search(r"WeightsUnpickler error:\s*(.*)", text)
     reason = match.group(1) if match else text.strip().splitlines()[0] if text.strip() else type(err).__name__
-    reason = re.split(r"(?<=\.)\s+(?=Please|Check the|To |This file|Re-running|Alternatively|You can)",
-                      reason)[0]
+    reason = re.split(r"(?<=\.)\s+(?=Please|Check the|To |This file|Re-running|Alternatively|You can)", reason)[0]
     return re.sub(r"\s*\(?\s*weights_only=False[^.]*\.?", "", reason).strip()[:300]
 
 
