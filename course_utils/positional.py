@@ -5,8 +5,7 @@ x_i = E[token_i] · √d_model + PE(pos_i), E ∈ ℝ^{|V|×d_model}, with the s
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
 
 or a learned table P[pos], or nothing added (RoPE: attention rotates q and k, ``rope_rotate``). ``make_positions``
-builds the model's choice, which also refuses an input longer than ``max_len``.
-"""
+builds the model's choice, which also refuses an input longer than ``max_len``."""
 
 from __future__ import annotations
 

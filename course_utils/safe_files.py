@@ -167,8 +167,7 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """:func:`sha256_file`, computed once per process while the file's path, size, mtime, ctime (``touch`` cannot
-    set it back) and inode stay the same."""
+    """:func:`sha256_file`, once per process while path, size, mtime, ctime (``touch`` can't reset it), inode hold."""
     path = Path(path).resolve()
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
