@@ -17,20 +17,14 @@ from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 __version__ = "0.1.0"
 
 # Modules loaded on first attribute access (``cu.train``), so that ``import course_utils`` stays fast.
-_LAZY = {
-    "attention", "multihead", "kv_cache", "sampling", "masks", "positional", "norm", "layers", "models", "interop",
-    "losses", "decoding", "train", "schedules", "checkpoint", "data", "tokenizers", "validation", "pretrained",
-    "wordpiece", "bpe", "mlm", "lm_data", "speed", "budget", "modes",
-}
+_LAZY = {"attention", "multihead", "kv_cache", "sampling", "masks", "positional", "norm", "layers", "models", "interop",
+         "losses", "decoding", "train", "schedules", "checkpoint", "data", "tokenizers", "validation", "pretrained",
+         "wordpiece", "bpe", "mlm", "lm_data", "speed", "budget", "modes"}
 
-__all__ = [
-    "KVCache", "MultiHeadAttention", "record_attention", "attention_with_weights",
-    "DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "Residual",
-    "causal_mask", "combine_masks", "padding_mask",
-    "GPT", "Decoder", "Encoder", "EncoderClassifier", "MaskedLM", "Transformer",
-    "LayerNorm", "RMSNorm",
-    "LearnedPositionalEmbedding", "SinusoidalPositionalEncoding", "TokenEmbedding", "sinusoidal_encoding",
-]
+__all__ = ["KVCache", "MultiHeadAttention", "record_attention", "attention_with_weights", "DecoderLayer",
+           "EncoderLayer", "PositionwiseFeedForward", "Residual", "causal_mask", "combine_masks", "padding_mask", "GPT",
+           "Decoder", "Encoder", "EncoderClassifier", "MaskedLM", "Transformer", "LayerNorm", "RMSNorm",
+           "LearnedPositionalEmbedding", "SinusoidalPositionalEncoding", "TokenEmbedding", "sinusoidal_encoding"]
 
 
 def __getattr__(name: str):

@@ -62,10 +62,6 @@ def _check_inputs(mha, query, key, value) -> None:
     if value is not None and value.shape[1] != key.shape[1]:
         raise ValueError(f"key and value must have the same length T_k (one value per key), got {tuple(key.shape)} "
                          f"and {tuple(value.shape)}")
-    if key is not None and mha.rope_base is not None:
-        raise ValueError("positions='rope' rotates queries and keys of one sequence (self-attention); these keys come "
-                         "from another sequence: build cross-attention with MultiHeadAttention(..., cross=True), as "
-                         "DecoderLayer does, or use positions='sinusoidal' / 'learned'")
 
 
 def checked_mask(mha, query, key, value, mask, key_keep_mask, cache, need_weights) -> torch.Tensor | None:

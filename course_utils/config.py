@@ -1,7 +1,6 @@
 """The hyperparameters every layer of a model shares (lessons 06-12, 16): models take them as keywords, e.g.
 ``GPT(65, dropout=0.1, bias=False)``, and hand one ``LayerConfig`` to every part, which reads its own fields from it.
-Each field has one default, here; a model states only its recipe (``GPT``: pre-norm, GELU, learned positions). A leaf
-(imports ``validation``)."""
+Each field has one default, here; a model states only its recipe (``GPT``: pre-norm, GELU, learned positions)."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ class LayerConfig:
     x + F(LN(x)) instead of post-norm LN(x + F(x)); ``eps`` and ``norm`` (``"layer"``/``"rms"``) of every norm;
     ``bias``: of every linear map and β; ``positions``: ``"sinusoidal"``/``"learned"`` tables added to the input, or
     ``"rope"`` rotating q and k in self-attention (base ``rope_base``); ``ffn``: ``"mlp"`` (two maps, ``activation``)
-    or ``"swiglu"`` (W2(silu(W1 x) ⊙ W3 x), Llama); ``n_kv_heads``: heads of K and V (None: ``n_heads``; fewer is
-    grouped-query attention)."""
+    or ``"swiglu"`` (W2(silu(W1 x) ⊙ W3 x), Llama); ``n_kv_heads``: heads of K and V (fewer: grouped-query)."""
 
     dropout: float = 0.0
     attn_dropout: float | None = None
@@ -63,8 +61,7 @@ class LayerConfig:
 
     @classmethod
     def merge(cls, given: dict, config: LayerConfig | None = None, **recipe) -> LayerConfig:
-        """``config``, or the model's ``recipe`` overridden by the keywords the caller ``given``; unknown keywords,
-        or keywords beside a ``config``, refused."""
+        """``config``, or ``recipe`` overridden by ``given``; unknown keywords, or keywords beside config: refused."""
         if config is not None and given:
             raise TypeError(f"pass either config= or layer keywords {sorted(given)}, not both")
         names = {f.name for f in dataclasses.fields(cls)}

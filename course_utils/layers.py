@@ -5,8 +5,7 @@
     post-norm (the paper):  x <- LayerNorm(x + Dropout(Sublayer(x)))
     pre-norm (GPT-2 etc.):  x <- x + Dropout(Sublayer(LayerNorm(x)))
 
-Every part reads its hyperparameters from one ``LayerConfig`` (``config=``, or its fields as keywords).
-"""
+Every part reads its hyperparameters from one ``LayerConfig`` (``config=``, or its fields as keywords)."""
 
 from __future__ import annotations
 

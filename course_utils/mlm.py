@@ -28,8 +28,7 @@ def mask_tokens(
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(inputs, labels)`` shaped like ``ids``: ``labels[i] = ids[i]`` where ``i`` was selected, else -100.
-    ``special_ids`` (include ``mask_id`` and the padding id) are never selected nor drawn as replacements; a
-    ``generator`` seed fixes the masks."""
+    ``special_ids`` (with ``mask_id`` and the padding id) are never selected nor drawn; ``generator`` fixes masks."""
     if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"ids must hold integer token ids (torch.long), got {ids.dtype}: use ids.long()")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:

@@ -107,8 +107,7 @@ class Transformer(nn.Module):
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None,
                cache: KVCache | None = None, *, extend: bool = False) -> torch.Tensor:
-        """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``. With a cache, pass only the new tokens (several into a
-        non-empty cache need ``extend=True``)."""
+        """tgt_in ``(B, T_t)`` -> logits ``(B, T_t, V)``; with a cache only the new ones (several: ``extend=True``)."""
         offset = _begin(self, tgt_in, "tgt_in", cache, extend)
         y = self.tgt_pos(self.tgt_embed(tgt_in), offset=offset)
         # No target padding mask: padding only sits *after* the real tokens, which the causal mask already hides

@@ -16,7 +16,7 @@ from .attention import attention_with_weights
 from .attention_guards import AttentionOutput, as_output, checked_mask, refuse_torch_style
 from .config import LayerConfig
 from .kv_cache import KVCache
-from .positional import rope_rotate
+from .positional import check_rope_self_attention, rope_rotate
 from .validation import check_bool, check_divisible
 
 __all__ = ["MultiHeadAttention", "AttentionOutput", "record_attention"]
@@ -28,8 +28,7 @@ class MultiHeadAttention(nn.Module):
     ``attn_dropout``, ``bias``, ``positions``/``rope_base`` and ``n_kv_heads`` from ``config`` (or its keywords);
     ``cross=True``: a cross-attention module, never rotated."""
 
-    def __init__(self, d_model: int, n_heads: int, *, config: LayerConfig | None = None, cross: bool = False,
-                 **layer):
+    def __init__(self, d_model: int, n_heads: int, *, config: LayerConfig | None = None, cross: bool = False, **layer):
         super().__init__()
         c = LayerConfig.merge(layer, config)
         self.d_k = check_divisible(d_model, n_heads)
@@ -81,11 +80,11 @@ class MultiHeadAttention(nn.Module):
         ``(B, T_q, d_model)``; ``positional`` / ``torch_style`` catch PyTorch-style calls to say what to write."""
         refuse_torch_style(positional, torch_style)
         mask = checked_mask(self, query, key, value, mask, key_keep_mask, cache, need_weights)
+        check_rope_self_attention(self.rope_base, key)
         if key is None:  # self-attention: Q, K, V in one matmul
             q, k, v = map(self.split_heads, self.qkv_proj(query).split(self.sizes, dim=-1))  # (B, h|h_kv, T, d_k)
-            if self.rope_base is not None:  # rotate by the absolute positions offset + t
-                offset = 0 if cache is None else cache.offset
-                q, k = rope_rotate(q, offset, self.rope_base), rope_rotate(k, offset, self.rope_base)
+            if self.rope_base is not None:  # rotate by the absolute positions offset + t (offset: the cache's)
+                q, k = (rope_rotate(t, 0 if cache is None else cache.offset, self.rope_base) for t in (q, k))
             if cache is not None:  # append this step's keys/values to the past ones
                 k, v = cache.append(self, k, v)  # (B, h_kv, T_past + T, d_k)
         else:  # cross-attention: the memory's K, V (cached: projected once per memory)

@@ -15,14 +15,10 @@ from .config import LayerConfig
 from .validation import check_bool, check_int, check_positive, check_vectors
 
 
-def _upcast(x: torch.Tensor) -> torch.Tensor:
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-
-
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """RMSNorm written out from the formula (``F.rms_norm`` arrived in torch 2.4). Half-precision inputs are
     normalised in float32, as the fused kernels do: in float16, x² overflows at |x| ≈ 256."""
-    dtype, x = x.dtype, _upcast(x)
+    dtype, x = x.dtype, x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
     return (x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight).to(dtype)
 
 

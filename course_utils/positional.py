@@ -5,8 +5,7 @@ x_i = E[token_i] · √d_model + PE(pos_i), E ∈ ℝ^{|V|×d_model}, with the s
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
 
 or a learned table P[pos], or nothing added (RoPE: attention rotates q and k, ``rope_rotate``). ``make_positions``
-builds the model's choice, which also refuses an input longer than ``max_len``.
-"""
+builds the model's choice, which also refuses an input longer than ``max_len``."""
 
 from __future__ import annotations
 
@@ -63,6 +62,14 @@ def rope_rotate(x: torch.Tensor, offset: int = 0, base: float = LayerConfig.rope
     pos = torch.arange(offset, offset + x.shape[-2], device=x.device, dtype=work)  # (T,)
     angles = torch.outer(pos, inv_freq).repeat(1, 2)  # (T, d): the same angle for i and i + d/2
     return x * angles.cos().to(x.dtype) + rotate_half(x) * angles.sin().to(x.dtype)
+
+
+def check_rope_self_attention(rope_base: float | None, key) -> None:
+    """RoPE (``rope_base`` set) rotates q and k of one sequence: refuse keys passed from another one."""
+    if key is not None and rope_base is not None:
+        raise ValueError("positions='rope' rotates queries and keys of one sequence (self-attention); these keys come "
+                         "from another sequence: build cross-attention with MultiHeadAttention(..., cross=True), as "
+                         "DecoderLayer does, or use positions='sinusoidal' / 'learned'")
 
 
 class _Positions(nn.Module):

@@ -17,8 +17,7 @@ class Resumable:
     """``path`` (None: nothing is written), ``every`` steps (0: at the end), ``resume`` from an existing file,
     ``on_interrupt`` = ``"return"`` / ``"raise"`` / ``"auto"`` (return in a Jupyter kernel, raise in a script)."""
 
-    def __init__(self, path: str | os.PathLike | None, every: int = 0, resume: bool = True,
-                 on_interrupt: str = "auto"):
+    def __init__(self, path: str | os.PathLike | None, every: int = 0, resume: bool = True, on_interrupt: str = "auto"):
         self.every = check_int(every, "checkpoint_every", 0)
         if self.every and path is None:
             raise ValueError(f"checkpoint_every={every} needs checkpoint_path='runs/model.pt'")

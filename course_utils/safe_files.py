@@ -129,8 +129,7 @@ def torch_reason(err: BaseException) -> str:
     text = str(err)
     match = re.search(r"WeightsUnpickler error:\s*(.*)", text)
     reason = match.group(1) if match else text.strip().splitlines()[0] if text.strip() else type(err).__name__
-    reason = re.split(r"(?<=\.)\s+(?=Please|Check the|To |This file|Re-running|Alternatively|You can)",
-                      reason)[0]
+    reason = re.split(r"(?<=\.)\s+(?=Please|Check the|To |This file|Re-running|Alternatively|You can)", reason)[0]
     return re.sub(r"\s*\(?\s*weights_only=False[^.]*\.?", "", reason).strip()[:300]
 
 
@@ -168,8 +167,7 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """:func:`sha256_file`, computed once per process while the file's path, size, mtime, ctime (``touch`` cannot
-    set it back) and inode stay the same."""
+    """:func:`sha256_file`, once per process while path, size, mtime, ctime (``touch`` can't reset it), inode hold."""
     path = Path(path).resolve()
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)

@@ -32,8 +32,7 @@ class CosineSchedule:
 
         step <= warmup:  f = step / warmup
         otherwise:       p = (step - warmup) / (total_steps - warmup), clipped to [0, 1]
-                         f = min_ratio + (1 - min_ratio) * (1 + cos(pi * p)) / 2
-    """
+                         f = min_ratio + (1 - min_ratio) * (1 + cos(pi * p)) / 2"""
 
     def __init__(self, total_steps: int, warmup: int = 0, min_ratio: float = 0.0) -> None:
         self.total_steps = check_int(total_steps, "total_steps")

@@ -59,6 +59,5 @@ def attention_timings(batch: int, seq_len: int, d_model: int, n_heads: int, devi
     ours = load_mha_from_torch(MultiHeadAttention(d_model, n_heads).to(device, dtype), ref)
     x = torch.randn(batch, seq_len, d_model, device=device, dtype=dtype, requires_grad=True)
     run = lambda call: median_time(forward_backward(call, x), device, repeats, inner)  # noqa: E731
-    return {"torch": run(lambda y: ref(y, y, y, need_weights=False)[0]),
-            "sdpa": run(lambda y: ours(y)),
+    return {"torch": run(lambda y: ref(y, y, y, need_weights=False)[0]), "sdpa": run(lambda y: ours(y)),
             "written": run(lambda y: ours(y, need_weights=True))}

@@ -167,8 +167,7 @@ class Tokenizer:
 
     def encode_batch_with_mask(self, texts: Sequence[str], *, max_len: int | None = None,
                                pad_to: int | None = None, **flags) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(ids (B, T) long, keep (B, T) bool)``, right-padded, keep True at the real tokens; ``T`` is the longest
-        encoded text, or ``pad_to``."""
+        """``(ids (B, T) long, keep (B, T) bool)``, right-padded, True at real tokens; T: the longest, or ``pad_to``."""
         if isinstance(texts, str):
             raise TypeError("encode_batch expects a list of texts; for one text use encode(text) or [text]")
         rows = [self.encode(t, max_len=max_len, **flags) for t in texts]

@@ -143,12 +143,12 @@ def check_int(value, name: str, minimum: int | None = 1) -> int:
     return value
 
 
-def check_number(value, name: str, minimum: float | None = None, allow_inf: bool = False) -> float:
-    """Raise ``TypeError`` unless ``value`` is a real number; ``ValueError`` if NaN (or inf) or below ``minimum``."""
+def check_number(value, name: str, minimum: float | None = None) -> float:
+    """Raise ``TypeError`` unless ``value`` is a real number; ``ValueError`` if NaN, inf or below ``minimum``."""
     if not is_real_number(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     value = float(value)
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+    if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
@@ -177,12 +177,12 @@ def check_divisible(d_model: int, n_heads: int) -> int:
     return d_model // n_heads
 
 
-def check_positive(value, name: str, allow_zero: bool = False):
-    """Raise ``TypeError`` unless ``value`` is a number, ``ValueError`` unless it is positive (or non-negative)."""
+def check_positive(value, name: str):
+    """Raise ``TypeError`` unless ``value`` is a number, ``ValueError`` unless it is positive."""
     if not is_real_number(value) or math.isnan(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not (value >= 0 if allow_zero else value > 0):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
     return value
 
 

@@ -75,8 +75,7 @@ def load_vocab(path: str | os.PathLike) -> list[str]:
 
 
 class WordPieceTokenizer(Tokenizer):
-    """BERT tokenizer with the course's tokenizer protocol; ``encode`` adds [CLS] … [SEP] unless
-    ``add_special_tokens=False``."""
+    """BERT tokenizer with the course's Tokenizer protocol; ``encode`` adds [CLS] … [SEP] (add_special_tokens=True)."""
 
     bos_id = eos_id = None                          # BERT has [CLS] (cls_id) and [SEP] (sep_id) instead
     _OPTIONS = ("lowercase", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word",
@@ -156,8 +155,7 @@ class WordPieceTokenizer(Tokenizer):
         return pieces
 
     def tokenize(self, text: str) -> list[str]:
-        """Both stages: ``"Unaffable!"`` → ``['una', '##ffa', '##ble', '!']``; a special token written in the text
-        (``"a [MASK] b"``) stays one token."""
+        """Both stages: ``"Unaffable!"`` → ``['una', '##ffa', '##ble', '!']``; in ``"a [MASK] b"`` [MASK] stays one."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         tokens = []

@@ -6,9 +6,6 @@ from .download import ChecksumMismatch, DataUnavailable, downloads_allowed, fetc
 from .registry import REGISTRY, Resource, data_dir, get_resource
 from .samples import SampleDataWarning
 
-__all__ = [
-    "REGISTRY", "Resource", "data_dir", "get_resource",
-    "fetch", "how_to_get", "sha256_file", "downloads_allowed", "DataUnavailable", "ChecksumMismatch",
-    "load_tiny_shakespeare", "load_sst2", "train_test_split",
-    "DataSource", "Examples", "Text", "SampleDataWarning",
-]
+__all__ = ["REGISTRY", "Resource", "data_dir", "get_resource", "fetch", "how_to_get", "sha256_file",
+           "downloads_allowed", "DataUnavailable", "ChecksumMismatch", "load_tiny_shakespeare", "load_sst2",
+           "train_test_split", "DataSource", "Examples", "Text", "SampleDataWarning"]

@@ -115,11 +115,9 @@ def _download(url: str, dest: Path, progress: bool, check, expected_size: int | 
         tmp.unlink(missing_ok=True)  # after a failure: no partial file left behind, even hidden
 
 
-def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool = True,
-          progress: bool = True) -> Path:
+def fetch(name: str, data_dir: str | os.PathLike | None = None, download: bool = True, progress: bool = True) -> Path:
     """The local path of dataset file ``name``, its sha256 checked (else :class:`ChecksumMismatch`); a missing file
-    is downloaded from the registry's URLs in order when allowed, kept only if intact, else :class:`DataUnavailable`
-    says where to get it and where to put it."""
+    is downloaded from the registry's URLs in order when allowed, kept only if intact, else :class:`DataUnavailable`."""
     res, root = get_resource(name), _resolve_dir(data_dir)
     path = root / res.path
     if path.is_file():

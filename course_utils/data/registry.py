@@ -11,8 +11,7 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Resource:
     """One file of a dataset: ``path`` (``/``-separated, in the data folder), ``size`` and ``sha256`` of the file *as
-    it lies there*. ``urls`` are tried in order (none: only a data folder has these bytes); ``derive`` maps downloaded
-    bytes to that layout before the check."""
+    it lies there*. ``urls`` are tried in order (none: only a data folder has it); ``derive`` maps downloads to it."""
 
     name: str
     path: str

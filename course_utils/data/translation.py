@@ -92,8 +92,7 @@ def _check_zip(tmp: Path) -> None:
 def load_tatoeba_cmn(data_dir: str | os.PathLike | None = None, *, simplified: bool = True, fallback: bool = True,
                      download: bool = True, progress: bool = True) -> Pairs:
     """Tatoeba pairs ``(english, chinese)`` (Chinese simplified by default) from ``tatoeba_cmn/cmn.txt``, else
-    ``cmn-eng.zip`` in the data folder or downloaded, else the bundled sample (``fallback``); a damaged file raises
-    ``ValueError`` naming the line."""
+    ``cmn-eng.zip`` in the data folder or downloaded, else the bundled sample (``fallback``); damaged: ValueError."""
     root, res = _resolve_dir(data_dir), get_resource("tatoeba-cmn")
     found = [p for p in (root / res.path, root / ZIP_PATH) if p.is_file()]
     kind, failures = "data_dir", []
@@ -204,9 +203,8 @@ def _check_refs(hypotheses, references) -> list[list[str | None]]:
 
 
 def corpus_bleu(hypotheses: list[str], references: list[list[str]]):
-    """sacreBLEU corpus BLEU (``tokenize="zh"``, all references): BLEU = BP · exp(Σₙ ¼ log pₙ), pₙ the n-gram
-    precision clipped by the *maximum* count over the references (n = 1..4), BP = min(1, exp(1 − r/c)); ``.score``
-    is 0–100."""
+    """sacreBLEU corpus BLEU (``tokenize="zh"``, all references, ``.score`` 0–100): BLEU = BP · exp(Σₙ ¼ log pₙ), pₙ
+    the n-gram precision clipped by the *maximum* count over the references (n = 1..4), BP = min(1, exp(1 − r/c))."""
     bleu = _require("sacrebleu").metrics.BLEU(tokenize="zh")
     return bleu.corpus_score(list(hypotheses), _check_refs(hypotheses, references))
 

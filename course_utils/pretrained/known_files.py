@@ -52,12 +52,9 @@ class KnownModel:
 # (huggingface.co was unreachable). tests/test_known_files.py recomputes every Git blob id. README.md,
 # data_config.json and .gitattributes are not listed: no loader reads them.
 MINILM = KnownModel(
-    name="all-MiniLM-L6-v2",
-    repo="sentence-transformers/all-MiniLM-L6-v2",
-    revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
-    files=(
-        KnownFile("model.safetensors", 90_868_376,
-                  "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+    name="all-MiniLM-L6-v2", repo="sentence-transformers/all-MiniLM-L6-v2",
+    revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41", files=(
+        KnownFile("model.safetensors", 90_868_376, "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
         KnownFile("config.json", 612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
                   "72b987fd805cfa2b58c4c8c952b274a11bfd5a00"),
         KnownFile("vocab.txt", 231_508, "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
@@ -66,21 +63,18 @@ MINILM = KnownModel(
                   "c79f2b6a0cea6f4b564fed1938984bace9d30ff0"),
         KnownFile("modules.json", 349, "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
                   "952a9b81c0bfd99800fabf352f69c7ccd46c5e43"),
-        KnownFile("sentence_bert_config.json", 53,
-                  "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+        KnownFile("sentence_bert_config.json", 53, "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
                   "59d594003bf59880a884c574bf88ef7555bb0202"),
         KnownFile("1_Pooling/config.json", 190, "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
                   "d1514c3162bbe87b343f565fadc62e6c06f04f03"),
         KnownFile("tokenizer.json", 466_247, "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
                   "cb202bfe2e3c98645018a6d12f182a434c9d3e02", loader_reads=False),
-        KnownFile("special_tokens_map.json", 112,
-                  "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+        KnownFile("special_tokens_map.json", 112, "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
                   "e7b0375001f109a6b8873d756ad4f7bbb15fbaa5", loader_reads=False),
         KnownFile("config_sentence_transformers.json", 116,
                   "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
                   "fd1b291129c607e5d49799f87cb219b27f98acdf", loader_reads=False),
-    ),
-)
+    ))
 
 # openai-community/gpt2 (the Hub's "gpt2"), lesson 13's GPT-2 slide (course_utils.pretrained.gpt2). The sha256 is
 # upstream's Git LFS id of model.safetensors at revision 607a30d7 (what huggingface.co sends as x-linked-etag, with
@@ -88,12 +82,9 @@ MINILM = KnownModel(
 # was not reachable here). config.json (it only gives the sizes, which the strict loader checks against every
 # tensor) is not pinned: no upstream id of it could be confirmed.
 GPT2 = KnownModel(
-    name="gpt2",
-    repo="openai-community/gpt2",
-    revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
+    name="gpt2", repo="openai-community/gpt2", revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
     files=(KnownFile("model.safetensors", 548_105_171,
-                     "248dfc3911869ec493c76e65bf2fcf7f615828b0254c12b473182f0f81d3a707"),),
-)
+                     "248dfc3911869ec493c76e65bf2fcf7f615828b0254c12b473182f0f81d3a707"),))
 
 KNOWN_MODELS: dict[str, KnownModel] = {MINILM.name: MINILM, GPT2.name: GPT2}
 

@@ -146,8 +146,7 @@ def find_minilm_dir(path: str | os.PathLike | None = None, *, verify: bool = Tru
 def load_minilm(path: str | os.PathLike | None = None, device: str | torch.device | None = None,
                 normalize: bool | None = None, *, verify: bool = True) -> tuple[SentenceEncoder, WordPieceTokenizer]:
     """all-MiniLM-L6-v2 in the course's own encoder: ``(model in eval mode on device, tokenizer)``; ``path`` and
-    ``verify`` as in :func:`find_minilm_dir`; ``normalize`` (L2) and the cut at ``max_seq_length`` (256 tokens) as the
-    sentence-transformers files say."""
+    ``verify`` as in :func:`find_minilm_dir`; ``normalize`` (L2), ``max_seq_length`` (256): sentence-transformers'."""
     folder = find_minilm_dir(path, verify=verify)
     config = BertConfig.from_json(folder / "config.json")
     tokenizer = WordPieceTokenizer.from_pretrained(folder)

@@ -31,9 +31,8 @@ def sample_text() -> str:
 
 
 def sample_sentiment(split: str = "all") -> list[tuple[str, int]]:
-    """Bundled English ``(text, label)`` pairs standing in for SST-2. ``split="train"`` keeps 4 rows out of 5,
-    ``"dev"``/``"test"``/``"validation"`` the 5th (the same rows), ``"all"`` everything; labels alternate in the
-    file, so both parts stay balanced."""
+    """Bundled English ``(text, label)`` pairs standing in for SST-2: ``split="train"`` 4 rows out of 5, ``"dev"`` /
+    ``"test"`` / ``"validation"`` the 5th, ``"all"`` every row; labels alternate, so both parts stay balanced."""
     if split not in ("train", "dev", "test", "validation", "all"):
         raise ValueError(f"split must be 'train', 'dev', 'test' or 'all', got {split!r}")
     lines = _read("sentiment_en.tsv").splitlines()[1:]  # first line is the header
