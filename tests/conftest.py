@@ -28,8 +28,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Under pytest-xdist (`make test` runs tests/ with one worker per core) each worker's PyTorch keeps to one thread:
 # two workers with two threads each on two cores would fight over them (torch's threads wait for each other).
+# The same for what a test starts (a notebook kernel, a training script): OpenMP threads spin while they wait, so
+# a two-thread kernel next to a busy worker runs many times slower than a one-thread one.
 if os.environ.get("PYTEST_XDIST_WORKER") and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 
 def _devices() -> list[str]:
