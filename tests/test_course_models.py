@@ -63,8 +63,19 @@ def test_the_committed_files_load_with_identical_weights_under_todays_names(name
     for new, old in mapped.items():  # float16 on disk, float32 in memory: the cast back is exact
         assert torch.equal(ours[new].half(), stored[old]), (old, new)
     renamed = {old: new for new, old in mapped.items() if old != new}
-    assert renamed and all(OLD_TO_NEW[k] == v for k, v in renamed.items() if k in OLD_TO_NEW)
+    assert all(OLD_TO_NEW[k] == v for k, v in renamed.items() if k in OLD_TO_NEW)  # none: saved after the renames
     assert not any(".res" in k or k.startswith(("generator.", "head.")) for k in ours)
+
+
+def test_some_committed_course_model_still_has_the_old_names():
+    """The key mapping above is exercised: course models saved before the renames keep their old keys on disk."""
+    from safetensors import safe_open
+
+    old = set()
+    for name in NAMES:
+        with safe_open(str(ROOT / manifest(name)["file"]), framework="pt") as f:
+            old |= set(f.keys()) & set(OLD_TO_NEW)
+    assert old, "no committed course model has a pre-rename key: the mapping is untested"
 
 
 def test_all_course_models_together_stay_small():
@@ -257,6 +268,15 @@ def test_the_fine_tuned_minilm_accuracy_is_recomputed_on_the_dev_set(name):
         ids, keep = tokenizers["wordpiece"].encode_batch_with_mask([s for s, _ in chunk])
         correct += int((model(ids, keep).argmax(-1) == torch.tensor([y for _, y in chunk])).sum())
     assert abs(correct / len(rows) - m["metrics"]["dev_accuracy"]) <= 0.005
+
+
+def test_full_fine_tuning_reaches_89_percent_on_sst2_dev_and_reports_the_test_set():
+    """Issue 37: the fully fine-tuned MiniLM is at least 89 % on SST-2 dev (recomputed from the committed weights by
+    test_the_fine_tuned_minilm_accuracy_is_recomputed_on_the_dev_set), chosen on dev and measured once on test."""
+    m = manifest("minilm_sst2_full")["metrics"]
+    assert m["dev_accuracy"] >= 0.89 and m["dev_sentences"] == 872, m
+    assert m["test_sentences"] == 1821 and 0.85 <= m["test_accuracy"] <= 1.0, m
+    assert m["dev_curve"][str(m["best_step"])] == max(m["dev_curve"].values()) == m["dev_accuracy"]
 
 
 def test_the_lora_course_model_holds_the_adapters_and_the_head_alone():

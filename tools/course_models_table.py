@@ -54,7 +54,7 @@ def table(lang: str) -> str:
         m = json.loads(path.read_text(encoding="utf-8"))
         ours, baseline = result(m, lang)
         where = (f"{m['device']}，{m['threads']} 个线程，{m['minutes']:.0f} 分钟" if lang == "zh"
-                 else f"{m['device']}, {m['threads']} threads, {m['minutes']:.0f} min")
+                 else f"{m['device']}, {m['threads']} thread{'s' if m['threads'] != 1 else ''}, {m['minutes']:.0f} min")
         lines.append(f"| `{name}` | {lesson} | {ours} | {baseline} | `{m['command']}` | {where} |")
     return "\n".join(lines)
 
