@@ -95,3 +95,14 @@ def pytest_pycollect_makemodule(module_path, parent):
     module = _NeedsExtra.from_parent(parent, path=Path(module_path))
     module.reason = reason
     return module
+
+
+# The longest test files start first (each several minutes on 2 cores: lessons run from a wheel, the hostile sweep,
+# every slide deck in Chromium). With one file per xdist worker, a long file collected last would run alone at the
+# end while the other core idles.
+LONGEST_FIRST = ("test_packaging.py", "test_hostile_rerun.py", "test_slides.py", "test_registry.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
