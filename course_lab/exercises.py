@@ -359,7 +359,7 @@ def as_number(got) -> tuple[float | None, Problem | None]:
     try:
         if isinstance(got, (str, bytes)):
             raise TypeError
-        value = float(got)
+        value = float(got.detach()) if isinstance(got, torch.Tensor) else float(got)
     except (TypeError, ValueError, RuntimeError):
         kind = type(got).__name__
         return None, (f"expected a number, got {kind}", f"应该返回一个数，实际返回的是 {kind}")

@@ -54,6 +54,24 @@ def _tokenizer_wordpiece(word, vocab):
     return WordPieceTokenizer(specials + sorted(set(vocab) - set(specials))).wordpiece(word)
 
 
+def _symmetric_by_log_softmax(a, b, scale):        # both directions through log_softmax, no cross_entropy
+    logits = scale * a @ b.T
+    return -(logits.log_softmax(1).diagonal().mean() + logits.log_softmax(0).diagonal().mean()) / 2
+
+
+def _longest_by_shrinking(word, vocab):             # shrink the end until the piece is in the vocabulary
+    out, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start and ("##" if start else "") + word[start:end] not in vocab:
+            end -= 1
+        if end == start:
+            return ["[UNK]"]
+        out.append(("##" if start else "") + word[start:end])
+        start = end
+    return out
+
+
 L13 = [
     Answer("check_padded_mean", lambda m, pad, n, t: (n * m + (t - n) * pad) / t,
            wrong=lambda m, pad, n, t: (m + pad) / 2,                                     # the two just averaged
@@ -63,9 +81,10 @@ L13 = [
     Answer("check_cls_pool", _cls_pool, wrong=lambda hidden, keep: hidden[:, 0],            # right padding only
            shortcut=lambda hidden, keep: masked_mean(hidden, keep), says="compares the [CLS] vector with that mean"),
     Answer("check_symmetric_loss", _symmetric, wrong=_one_way,                             # one direction only
-           shortcut=_symmetric_with_cross_entropy, says="the function this exercise asks you to write"),
+           shortcut=_symmetric_with_cross_entropy, says="the function this exercise asks you to write",
+           right=(_symmetric_by_log_softmax,)),
     Answer("check_wordpiece", references.wordpiece, wrong=_shortest_first,
-           shortcut=_tokenizer_wordpiece, says="You called wordpiece"),
+           shortcut=_tokenizer_wordpiece, says="You called wordpiece", right=(_longest_by_shrinking,)),
 ]
 
 ANSWERS = {"l13_pretrained": L13}

@@ -36,7 +36,8 @@ def _still_right_last_block(s, block):            # "the last block fixes it"
 L14 = [
     Answer("check_cross_attention_flops", _cross_flops,
            wrong=lambda b, t_q, t_k, d: 8 * b * t_q * d**2 + 4 * b * t_q * t_k * d,      # all projections at T_q
-           shortcut=_self_flops, says="self-attention's count"),
+           shortcut=_self_flops, says="self-attention's count",
+           right=(lambda b, t_q, t_k, d: 2 * b * d * (2 * d * (t_q + t_k) + 2 * t_q * t_k),)),   # factored
     Answer("check_gqa_cache_bytes", lambda L, B, T, h, kv, dh, n: 2 * L * B * T * kv * dh * n,
            wrong=lambda L, B, T, h, kv, dh, n: L * B * T * kv * dh * n,                   # keys only
            shortcut=lambda L, B, T, h, kv, dh, n: 2 * L * B * T * h * dh * n,             # the multi-head cache

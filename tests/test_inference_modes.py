@@ -218,3 +218,21 @@ def test_the_modes_leave_no_state_behind(seq2seq):
     seq2seq(src, torch.randint(5, 20, (2, 4))).float().mean().backward()
     seq2seq.eval()
     assert all(p.grad is not None for p in seq2seq.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_lesson_13_similarity_widget(mode):
+    """Lesson 13's sentence comparison (and its widget) under every mode: bf16 similarities reach numpy as float32."""
+    import numpy as np
+
+    from course_lab.lessons import l13_pretrained as l13
+    model, toks, _ = _course("minilm_sst2_full")
+    encoder, tok = model.encoder, toks["wordpiece"]                 # a SentenceEncoder, as load_minilm() gives
+    want = l13.compare_sentences(encoder, tok, "a fine film", "a good movie")
+    with MODES[mode]():
+        got = l13.compare_sentences(encoder, tok, "a fine film", "a good movie")
+        widget = l13.build_similarity_widget(encoder, tok)
+    assert widget.error is None and widget.renders == 1 and got["tokens_a"] == want["tokens_a"]
+    assert np.isfinite(got["token_similarity"]).all()
+    assert got["token_similarity"].shape == want["token_similarity"].shape
+    assert mode not in EXACT or got["similarity"] == want["similarity"]

@@ -205,3 +205,9 @@ def test_committed_gpt_benchmark_has_repeats_and_a_spread():
                    result["matmul"]["autocast_speedup"]]:
         assert len(spread["runs"]) >= 3 and spread["min"] <= spread["median"] <= spread["max"]
         assert spread["median"] == statistics.median(spread["runs"])
+
+
+def test_exercise_3_title_agrees_with_its_check():
+    """Issue 39 §1: the title says what the check does (the lesson's own check sees the bug some rows hide)."""
+    text = (Path(__file__).resolve().parents[1] / "notebooks/source/14_going_fast.md").read_text(encoding="utf-8")
+    assert "## Exercise 3 · a bug that only some rows hide" in text and "did not see" not in text

@@ -262,7 +262,7 @@ def compare_sentences(model, tokenizer, a: str, b: str) -> dict:
     return {"similarity": float(emb[0] @ emb[1]),
             "tokens_a": tokenizer.ids_to_tokens(ids[0, : n[0]]),
             "tokens_b": tokenizer.ids_to_tokens(ids[1, : n[1]]),
-            "token_similarity": (ha @ hb.T).cpu().numpy()}
+            "token_similarity": (ha @ hb.T).float().cpu().numpy()}  # numpy has no bfloat16 (autocast)
 
 
 def _render_compare(model, tokenizer, a: str, b: str, lang=None):
