@@ -774,7 +774,9 @@ def watching_installed(fn: Callable, first_args: tuple, targets: list, spec) -> 
     """:func:`watching` over ``targets`` plus the installed-package targets of ``spec`` that ``fn`` reaches: ``fn``
     runs once on ``first_args`` first (its result is dropped), so that a package it imports inside is loaded."""
     try:
-        with time_limit(60.0):  # importing a large package may take long; the real calls have the usual limit
+        # Importing a large package (transformers) may take long: three times a call's limit, 60 s by default;
+        # the real calls then have the usual limit.
+        with time_limit(3 * TIME_LIMIT_S):
             fn(*first_args)
     except (Exception, SystemExit, _TooSlow):  # the real calls report it; this one only loads what fn imports
         pass
