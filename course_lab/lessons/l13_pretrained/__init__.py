@@ -69,7 +69,8 @@ def print_wordpiece_steps(word: str, tokenizer, lang=None) -> list[dict]:
         length = len(piece.removeprefix("##")) if start else len(piece)
         steps.append({"start": start, "piece": piece, "tried": len(word) - start - length + 1})
         start += length
-    head = i18n.pick({"en": ("start", "candidates tried", "piece"), "zh": ("起点", "尝试的候选数", "匹配到的片段")}, code)
+    head = i18n.pick({"en": ("start", "candidates tried", "piece"),
+                      "zh": ("起点", "尝试的候选数", "匹配到的片段")}, code)
     print(f"{i18n.rjust(head[0], 5)}  {i18n.rjust(head[1], 16)}  {head[2]}")   # padded by display width
     for s in steps:
         if s["piece"] != UNK:
