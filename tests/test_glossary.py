@@ -119,7 +119,8 @@ def test_glossary_lists_rejected_variants_consistently():
                              "dropout": "dropout", "memory (RAM)": "内存", "exercise check": "检查函数"}.items():
         assert terms.get(english) == chinese, english
     assert ("纯编码器", "仅编码器", "encoder-only") in REJECTED
-    for variant in ("小部件", "小工具", "注意模式", "只有解码器", "句子向量", "n 元组", "反向 dropout", "probe 模型", "检查程序"):
+    for variant in ("小部件", "小工具", "注意模式", "只有解码器", "句子向量", "n 元组", "反向 dropout", "probe 模型",
+                    "检查程序"):
         assert variant in variants, variant
     # d2l-zh's terms are alternatives students will meet, recorded in the note column, never rejected.
     for d2l in ("层规范化", "暂退法", "强制教学", "掩蔽", "掩蔽语言模型", "贪心搜索", "小批量"):
