@@ -194,6 +194,8 @@ def test_committed_gpt_benchmark_has_repeats_and_a_spread():
     assert result["data"].startswith("tiny-shakespeare")                # not the bundled sample
     assert {(row["amp"], row["compile"]) for row in result["rows"]} >= {("off", False), ("off", True)}
     assert result["note"]                                                # the machine's conditions, in words
+    load = result["load_average_1min"]                                   # ... with the load it recorded
+    assert f"load average {load['start']:.1f} at the start, {load['end']:.1f} at the end" in result["note"]
     assert {row["amp"] for row in result["rows"]} >= {"off", "bf16"}
     for row in result["rows"]:
         runs = row["tokens_per_s_runs"]
