@@ -5,13 +5,18 @@
 
 Rows: forward+backward time of ``course_utils.MultiHeadAttention`` (fast SDPA path), ``nn.MultiheadAttention``
 and our written-out softmax path (``need_weights=True``), plus ``EncoderLayer`` vs ``nn.TransformerEncoderLayer``.
-Ratios < 1 mean course_utils is faster. Timings are medians of several repeats after warm-up.
+Ratios < 1 mean course_utils is faster. Timings are medians of several repeats after warm-up; ``--json`` also
+records every repeat and the spread of each time (``torch_ms_runs``, ``torch_ms_min``, ``torch_ms_max``, ...), which
+lesson 14 prints as ``median [min–max]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import statistics
+import sys
 from pathlib import Path
 
 import torch
@@ -19,11 +24,17 @@ from torch import nn
 
 from course_utils import EncoderLayer
 from course_utils.interop import load_encoder_layer_from_torch
-from course_utils.speed import attention_timings, forward_backward, median_time
+from course_utils.speed import attention_samples, forward_backward, time_samples
+
+
+def milliseconds(name: str, samples: list[float]) -> dict:
+    """The median of ``samples`` (seconds) in ms as ``name``, with its spread and every repeat beside it."""
+    runs = [s * 1e3 for s in samples]
+    return {name: statistics.median(runs), f"{name}_min": min(runs), f"{name}_max": max(runs), f"{name}_runs": runs}
 
 
 def bench_row(b, t, d, h, device, dtype, repeats, inner):
-    r = attention_timings(b, t, d, h, device, dtype, repeats, inner)
+    r = attention_samples(b, t, d, h, device, dtype, repeats, inner)
     return {"nn.MultiheadAttention": r["torch"], "course_utils (SDPA)": r["sdpa"], "written-out softmax": r["written"]}
 
 
@@ -33,8 +44,8 @@ def bench_encoder_layer(b, t, d, h, device, dtype, repeats, inner):
     ours = load_encoder_layer_from_torch(EncoderLayer(d, h, 4 * d, dropout=0.0).to(device, dtype), ref)
     x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
     return {
-        "nn.TransformerEncoderLayer": median_time(forward_backward(ref, x), device, repeats, inner),
-        "course_utils EncoderLayer": median_time(forward_backward(ours, x), device, repeats, inner),
+        "nn.TransformerEncoderLayer": time_samples(forward_backward(ref, x), device, repeats, inner),
+        "course_utils EncoderLayer": time_samples(forward_backward(ours, x), device, repeats, inner),
     }
 
 
@@ -68,12 +79,16 @@ def main(argv=None) -> None:
     print(f"{'B':>4} {'T':>5} | {'nn.MHA':>9} {'ours':>9} {'written':>9} | {'ratio':>6} {'speed-up':>8}")
     device_name = torch.cuda.get_device_name() if cuda else "CPU"
     result = {"device": device_name, "dtype": str(dtype), "torch": torch.__version__, "d_model": args.d_model,
-              "heads": args.heads, "mha": [], "encoder_layer": []}
+              "heads": args.heads, "repeats": args.repeats, "inner": inner,
+              "command": "python benchmarks/bench_attention.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+              "mha": [], "encoder_layer": []}
     for t in lengths:
         b = max(1, tokens // t)
         r = bench_row(b, t, args.d_model, args.heads, args.device, dtype, args.repeats, inner)
-        ref, ours, wr = r["nn.MultiheadAttention"], r["course_utils (SDPA)"], r["written-out softmax"]
-        result["mha"].append({"B": b, "T": t, "torch_ms": ref * 1e3, "ours_ms": ours * 1e3, "written_ms": wr * 1e3})
+        runs = r["nn.MultiheadAttention"], r["course_utils (SDPA)"], r["written-out softmax"]
+        result["mha"].append({"B": b, "T": t, **milliseconds("torch_ms", runs[0]), **milliseconds("ours_ms", runs[1]),
+                              **milliseconds("written_ms", runs[2])})
+        ref, ours, wr = (statistics.median(samples) for samples in runs)
         print(
             f"{b:>4} {t:>5} | {ref * 1e3:9.2f} {ours * 1e3:9.2f} {wr * 1e3:9.2f} | {ours / ref:6.3f} "
             f"{wr / ours:7.2f}x"
@@ -82,9 +97,11 @@ def main(argv=None) -> None:
     for t in lengths[:2]:
         b = max(1, tokens // t)
         r = bench_encoder_layer(b, t, args.d_model, args.heads, args.device, dtype, args.repeats, inner)
-        ref, ours = r["nn.TransformerEncoderLayer"], r["course_utils EncoderLayer"]
+        runs = r["nn.TransformerEncoderLayer"], r["course_utils EncoderLayer"]
+        ref, ours = (statistics.median(samples) for samples in runs)
         print(f"{b:>4} {t:>5} | nn {ref * 1e3:9.2f}  ours {ours * 1e3:9.2f} | ratio {ours / ref:6.3f}")
-        result["encoder_layer"].append({"B": b, "T": t, "torch_ms": ref * 1e3, "ours_ms": ours * 1e3})
+        result["encoder_layer"].append({"B": b, "T": t, **milliseconds("torch_ms", runs[0]),
+                                        **milliseconds("ours_ms", runs[1])})
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=1))

@@ -24,7 +24,8 @@ _DETAILS_ZH = (
     (re.compile(r"sha256 (\w+)…: another release, format checked"), r"sha256 \1…：另一个版本，格式已检查"),
     (re.compile(r"Tatoeba \(tatoeba\.org, CC BY 2\.0 FR\) via the manythings\.org Anki collection"),
      "来自 Tatoeba（tatoeba.org，CC BY 2.0 FR），经 manythings.org 的 Anki 合集整理"),
-    (re.compile(r"split '(\w+)': every (\d+)th row is held out"), r"\1 划分：每 \2 行留出一行"),
+    (re.compile(r"split '(\w+)': every (\d+)th row is held out"),
+     lambda m: f"{_SPLITS_ZH.get(m.group(1), m.group(1))}：每 {m.group(2)} 行留出一行"),
     (re.compile(r"original prose, CC0"), "课程自写的英文文本，CC0"),
     (re.compile(r"member (\S+)"), r"压缩包中的 \1"),
     (re.compile(r"dropped (\d+) empty reviews?"), r"去掉了 \1 条空评论"),
@@ -56,8 +57,8 @@ def describe(data, lang: str | None = None) -> str:
         counts = Counter(label for _, label in data)
         names = [_LABELS_ZH.get(n, n) for n in data.label_names]
         parts = "，".join(f"{names[k] if 0 <= k < len(names) else k} {counts[k]:,}" for k in sorted(counts))
-        return f"{name} {_SPLITS_ZH.get(data.split, data.split)}：{len(data):,} 个样本（{parts}），{origin}"
+        return f"{name} {_SPLITS_ZH.get(data.split, data.split)}：{len(data):,} 个样本（{parts}），{origin}。"
     if isinstance(data, str):  # Text
-        return f"{name}：{len(data):,} 个字符，其中不同的 {len(set(data))} 个，{origin}"
+        return f"{name}：{len(data):,} 个字符，其中不同的 {len(set(data))} 个，{origin}。"
     english = len({en for en, _ in data})
-    return f"{name}：{len(data):,} 个句对，其中不同的英文句子 {english:,} 个，{origin}"
+    return f"{name}：{len(data):,} 个句对，其中不同的英文句子 {english:,} 个，{origin}。"

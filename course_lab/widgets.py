@@ -146,7 +146,8 @@ class LessonWidget:
             result = self.render_function(**self.values)
         except ValueError as err:  # an impossible setting: explain it, keep the last good figure
             self.error = str(err)
-            self.status.value = (f'<span style="color:#b00020">⚠ {html.escape(i18n.tr("error"))}: '
+            colon = i18n.pick({"en": ": ", "zh": "："})
+            self.status.value = (f'<span style="color:#b00020">⚠ {html.escape(i18n.tr("error"))}{colon}'
                                  f"{html.escape(self.error)}</span>")
             return self.state
         finally:

@@ -28,8 +28,9 @@ def synchronize(device) -> None:
         torch.cuda.synchronize()
 
 
-def median_time(fn: Callable[[], object], device="cpu", repeats: int = 5, inner: int = 2, warmup: int = 2) -> float:
-    """Median over ``repeats`` of the mean time of ``inner`` calls of ``fn``, in seconds."""
+def time_samples(fn: Callable[[], object], device="cpu", repeats: int = 5, inner: int = 2,
+                 warmup: int = 2) -> list[float]:
+    """``repeats`` samples in seconds, each the mean time of ``inner`` calls of ``fn``, after ``warmup`` calls."""
     for _ in range(warmup):
         fn()
     synchronize(device)
@@ -40,7 +41,12 @@ def median_time(fn: Callable[[], object], device="cpu", repeats: int = 5, inner:
             fn()
         synchronize(device)
         samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
+    return samples
+
+
+def median_time(fn: Callable[[], object], device="cpu", repeats: int = 5, inner: int = 2, warmup: int = 2) -> float:
+    """Median over ``repeats`` of the mean time of ``inner`` calls of ``fn``, in seconds."""
+    return statistics.median(time_samples(fn, device, repeats, inner, warmup))
 
 
 def forward_backward(call: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Callable[[], None]:
@@ -51,13 +57,22 @@ def forward_backward(call: Callable[[torch.Tensor], torch.Tensor], x: torch.Tens
     return step
 
 
-def attention_timings(batch: int, seq_len: int, d_model: int, n_heads: int, device="cpu", dtype=torch.float32,
-                      repeats: int = 5, inner: int = 2) -> dict[str, float]:
-    """Forward+backward seconds of ``nn.MultiheadAttention``, ours (SDPA path) and ours written out (weights kept)."""
+def attention_samples(batch: int, seq_len: int, d_model: int, n_heads: int, device="cpu", dtype=torch.float32,
+                      repeats: int = 5, inner: int = 2) -> dict[str, list[float]]:
+    """:func:`time_samples` (seconds, one per repeat) of forward+backward for ``nn.MultiheadAttention`` (``"torch"``),
+    ours on the SDPA path (``"sdpa"``) and ours written out, weights kept (``"written"``)."""
     torch.manual_seed(0)
     ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True, device=device, dtype=dtype)
     ours = load_mha_from_torch(MultiHeadAttention(d_model, n_heads).to(device, dtype), ref)
     x = torch.randn(batch, seq_len, d_model, device=device, dtype=dtype, requires_grad=True)
-    run = lambda call: median_time(forward_backward(call, x), device, repeats, inner)  # noqa: E731
+    run = lambda call: time_samples(forward_backward(call, x), device, repeats, inner)  # noqa: E731
     return {"torch": run(lambda y: ref(y, y, y, need_weights=False)[0]), "sdpa": run(lambda y: ours(y)),
             "written": run(lambda y: ours(y, need_weights=True))}
+
+
+def attention_timings(batch: int, seq_len: int, d_model: int, n_heads: int, device="cpu", dtype=torch.float32,
+                      repeats: int = 5, inner: int = 2) -> dict[str, float]:
+    """Forward+backward seconds of ``nn.MultiheadAttention``, ours (SDPA path) and ours written out (weights kept):
+    the medians of :func:`attention_samples`."""
+    samples = attention_samples(batch, seq_len, d_model, n_heads, device, dtype, repeats, inner)
+    return {name: statistics.median(runs) for name, runs in samples.items()}

@@ -28,10 +28,14 @@ def _script(name: str):
 def test_attention_benchmark_writes_the_table_lesson_14_reads(tmp_path, capsys):
     out = tmp_path / "results" / "cpu_tiny.json"
     _script("bench_attention").main(["--device", "cpu", "--lengths", "16", "32", "--tokens", "64",
-                                     "--d-model", "32", "--heads", "4", "--repeats", "1", "--json", str(out)])
+                                     "--d-model", "32", "--heads", "4", "--repeats", "2", "--json", str(out)])
     table = json.loads(out.read_text())
     assert [(r["B"], r["T"]) for r in table["mha"]] == [(4, 16), (2, 32)]
     assert all(r[k] > 0 for r in table["mha"] for k in ("torch_ms", "ours_ms", "written_ms"))
+    for r in table["mha"] + table["encoder_layer"]:          # every repeat kept, the median inside [min, max]
+        for k in [k for k in ("torch_ms", "ours_ms", "written_ms") if k in r]:
+            assert len(r[f"{k}_runs"]) == table["repeats"] and r[f"{k}_min"] <= r[k] <= r[f"{k}_max"]
+    assert "[" in l14.format_results(table) and "python benchmarks/bench_attention.py" in table["command"]
     assert len(table["encoder_layer"]) == 2
     assert l14.load_benchmark_results(out.parent) == [table]
     assert "ratio" in capsys.readouterr().out

@@ -116,13 +116,14 @@ def test_glossary_lists_rejected_variants_consistently():
                              "notebook": "笔记本", "dev set": "开发集", "layer normalization": "层归一化",
                              "token id": "词元 ID", "common mistake": "常见错误", "widget": "交互控件",
                              "attention pattern": "注意力模式", "n-gram": "n 元语法", "sentence embedding": "句向量",
-                             "dropout": "dropout", "memory (RAM)": "内存"}.items():
+                             "dropout": "dropout", "memory (RAM)": "内存", "exercise check": "检查函数"}.items():
         assert terms.get(english) == chinese, english
     assert ("纯编码器", "仅编码器", "encoder-only") in REJECTED
-    for variant in ("小部件", "小工具", "注意模式", "只有解码器", "句子向量", "n 元组", "反向 dropout", "probe 模型"):
+    for variant in ("小部件", "小工具", "注意模式", "只有解码器", "句子向量", "n 元组", "反向 dropout", "probe 模型",
+                    "检查程序"):
         assert variant in variants, variant
     # d2l-zh's terms are alternatives students will meet, recorded in the note column, never rejected.
-    for d2l in ("层规范化", "暂退法", "强制教学", "掩蔽"):
+    for d2l in ("层规范化", "暂退法", "强制教学", "掩蔽", "掩蔽语言模型", "贪心搜索", "小批量"):
         assert d2l not in variants and d2l in GLOSSARY.read_text(encoding="utf-8"), d2l
 
 

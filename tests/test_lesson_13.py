@@ -6,6 +6,7 @@ tests/test_pretrained.py.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -48,6 +49,11 @@ def test_wordpiece_steps(tiny, capsys):
     assert "    0                 7  una" in capsys.readouterr().out
     assert l13.print_wordpiece_steps("unx", tok)[-1]["piece"] == "[UNK]"
     assert "[UNK]" in capsys.readouterr().out
+    for lang in ("en", "zh"):                        # the header stands above its numbers (display width)
+        l13.print_wordpiece_steps("unaffable", tok, lang=lang)
+        head, *rows = capsys.readouterr().out.splitlines()
+        ends = {i18n.width(line[:line.rindex("  ")]) for line in [head, *rows]}
+        assert ends == {5 + 2 + 16}, (lang, head, rows)
     l13.print_tokens(tok, ["a man"])
     assert "[CLS] a man [SEP]" in capsys.readouterr().out
     assert references.wordpiece("playing", {"play", "##ing", "p"}) == ["play", "##ing"]
@@ -76,6 +82,10 @@ def test_mapping_table_and_torch_layer(tiny):
     assert "encoder.layer.0.attention.self.{query,key,value}.weight" in table
     assert "bert.encoder.layers.0.self_attn.qkv_proj.weight" in table and "堆叠" in table
     assert "layers.1." not in table
+    for lang in ("en", "zh"):                        # the columns line up: Chinese characters take two columns
+        lines = l13.mapping_table(report, layer=0, lang=lang).splitlines()
+        starts = [[i18n.width(line[:m.end()]) for m in re.finditer(r"  +", line)][:3] for line in lines]
+        assert len(lines) > 3 and all(s == starts[0] for s in starts), (lang, lines)
     layer = fresh.bert.encoder.layers[0].eval()
     theirs = l13.copy_layer_to_torch(layer)
     x = torch.randn(2, 5, 16)

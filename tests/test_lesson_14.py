@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 import course_utils as cu
+from course_lab import i18n
 from course_lab.lessons import l14_fast as l14
 
 pytestmark = pytest.mark.usefixtures("english")  # tests/conftest.py: messages in English
@@ -111,6 +112,12 @@ def test_benchmark_reader_keeps_attention_tables_and_skips_other_results(tmp_pat
     assert l14.load_benchmark_results(tmp_path, key="rows") == [gpt]
     text = l14.format_results(table)
     assert "Fake GPU" in text and "0.75" in text and "4.00x" in text                  # ratio and speed-up
+    spread = {**table, "mha": [{**table["mha"][0], "ours_ms_min": 1.25, "ours_ms_max": 1.75}]}
+    for lang in ("en", "zh"):                         # the columns line up by display width, with a spread or not
+        for t in (table, spread):
+            rows = l14.format_results(t, lang).splitlines()[1:]
+            assert len({i18n.width(r[:r.rindex("|")]) for r in rows}) == 1, rows
+    assert "1.50 [1.25–1.75]" in l14.format_results(spread) and "4.00×" in l14.format_results(table, "zh")
 
 
 def test_cost_widget_state_and_divisibility_message():
@@ -194,6 +201,8 @@ def test_committed_gpt_benchmark_has_repeats_and_a_spread():
     assert result["data"].startswith("tiny-shakespeare")                # not the bundled sample
     assert {(row["amp"], row["compile"]) for row in result["rows"]} >= {("off", False), ("off", True)}
     assert result["note"]                                                # the machine's conditions, in words
+    load = result["load_average_1min"]                                   # ... with the load it recorded
+    assert f"load average {load['start']:.1f} at the start, {load['end']:.1f} at the end" in result["note"]
     assert {row["amp"] for row in result["rows"]} >= {"off", "bf16"}
     for row in result["rows"]:
         runs = row["tokens_per_s_runs"]

@@ -87,6 +87,15 @@ def test_value_error_keeps_previous_figure_and_explains():
     assert w.error is None and w.status.value == "" and w.state["freq"] == 4
 
 
+def test_error_status_punctuation_follows_the_language():
+    for lang, label in (("en", "⚠ Error: freq"), ("zh", "⚠ 错误：freq")):     # the fixture resets the language
+        i18n.set_language(lang)
+        w = make_widget()
+        w.controls["freq"].value = 9
+        assert label in w.status.value, w.status.value
+        plt.close("all")
+
+
 def test_error_message_is_html_escaped():
     def render(n):
         raise ValueError("<script>alert(1)</script> n must be < 3")

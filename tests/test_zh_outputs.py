@@ -325,7 +325,12 @@ def test_data_lines_in_each_language():
 
     rows = Examples([("good", 1), ("bad", 0), ("fine", 1)], "SST-2", "dev", DataSource("data_dir", "/d/sst2/dev.tsv"))
     assert describe(rows, "en") == rows.describe()
-    assert describe(rows, "zh") == "SST-2 开发集：3 个样本（负面 1，正面 2），来自数据目录：/d/sst2/dev.tsv"
+    assert describe(rows, "zh") == "SST-2 开发集：3 个样本（负面 1，正面 2），来自数据目录：/d/sst2/dev.tsv。"
+    sample = Examples([("good", 1)], "SST-2 (sample)", "train",
+                      DataSource("sample", "samples/sentiment_en.tsv", "split 'train': every 5th row is held out"))
+    assert describe(sample, "zh").startswith("SST-2 训练集：1 个样本（正面 1），来自课程附带的小样本："
+                                             "samples/sentiment_en.tsv（训练集：每 5 行留出一行）。这不是完整的数据集")
+    assert describe(sample, "zh").endswith("。") and "。。" not in describe(sample, "zh")
     text = Text("abca", "tiny-shakespeare (sample)",
                 DataSource("sample", "samples/prose_en.txt", "original prose, CC0"))
     assert describe(text, "zh").startswith("tiny-shakespeare：4 个字符，其中不同的 3 个，来自课程附带的小样本："

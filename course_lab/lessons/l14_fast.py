@@ -72,19 +72,23 @@ def load_benchmark_results(directory: Path | None = None, key: str = "mha") -> l
 
 
 def format_results(result: dict, lang: str | None = None) -> str:
-    """One measured table as text: ratio = ours / nn.MultiheadAttention, speed-up = written-out / ours.
-
-    The header is in the notebook's language and padded by display width (:func:`i18n.ljust`), so that the
-    Chinese labels, two columns wide per character, stay above their numbers.
+    """One measured table as text: ratio = ours / nn.MultiheadAttention, speed-up = written-out / ours. A time is
+    the median of the repeats, shown as ``median [min–max]`` where the file records the spread (``torch_ms_min``,
+    ``torch_ms_max``, ...: ``benchmarks/bench_attention.py --json`` writes them). Padded by display width
+    (:func:`i18n.rjust`), so that the Chinese labels, two columns wide per character, stay above their numbers.
     """
     head = i18n.pick({"en": ("nn.MHA ms", "ours ms", "written", "ratio", "speed-up"),
-                      "zh": ("nn.MHA 毫秒", "我们的毫秒", "写出权重", "比值", "写出/我们")}, lang)
-    times = " ".join(i18n.rjust(h, w) for h, w in zip(head[:3], (11, 10, 9)))
+                      "zh": ("nn.MHA（毫秒）", "本课实现（毫秒）", "写出权重", "比值", "加速比")}, lang)
+    spread = lambda r, k: f" [{r[k + '_min']:.2f}–{r[k + '_max']:.2f}]" if k + "_max" in r else ""  # noqa: E731
+    cells = [[f"{r[k]:.2f}{spread(r, k)}" for k in ("torch_ms", "ours_ms", "written_ms")] for r in result["mha"]]
+    widths = [max(w, i18n.width(h), *(len(c[i]) for c in cells)) for i, (h, w) in enumerate(zip(head, (11, 10, 9)))]
+    times = " ".join(i18n.rjust(h, w) for h, w in zip(head[:3], widths))
     lines = [f"{result['device']} · {result['dtype']} · d_model={result['d_model']}, h={result['heads']}",
              f"{'B':>4} {'T':>5} | {times} | {i18n.rjust(head[3], 5)} {i18n.rjust(head[4], 9)}"]
-    for r in result["mha"]:
-        lines.append(f"{r['B']:>4} {r['T']:>5} | {r['torch_ms']:11.2f} {r['ours_ms']:10.2f} {r['written_ms']:9.2f} | "
-                     f"{r['ours_ms'] / r['torch_ms']:5.2f} {r['written_ms'] / r['ours_ms']:8.2f}x")
+    for r, row in zip(result["mha"], cells):
+        lines.append(f"{r['B']:>4} {r['T']:>5} | {' '.join(c.rjust(w) for c, w in zip(row, widths))} | "
+                     f"{r['ours_ms'] / r['torch_ms']:5.2f} {r['written_ms'] / r['ours_ms']:8.2f}"
+                     + i18n.pick({"en": "x", "zh": "×"}, lang))
     return "\n".join(lines)
 
 

@@ -73,7 +73,7 @@ def check_layer_norm_2d(fn) -> bool:
         if calls:
             return fail(f"Your function calls the library ({calls[0]}): the point is to write the statistics "
                         "yourself — a mean and a biased variance over the last two axes, ε inside the root.",
-                        f"你的函数调用了库函数（{calls[0]}）：本题的目的是亲手写出统计量——沿最后两个维度求均值和"
+                        f"你的函数调用了库函数（{calls[0]}）：本题的目的是亲手写出统计量：沿最后两个维度求均值和"
                         "有偏方差，ε 放在根号里面。")
         got = got.detach()
         err = float((got - want).abs().max())

@@ -69,7 +69,9 @@ def print_wordpiece_steps(word: str, tokenizer, lang=None) -> list[dict]:
         length = len(piece.removeprefix("##")) if start else len(piece)
         steps.append({"start": start, "piece": piece, "tried": len(word) - start - length + 1})
         start += length
-    print(i18n.pick({"en": "start  candidates tried  piece", "zh": "起点  尝试的候选数  匹配到的片段"}, code))
+    head = i18n.pick({"en": ("start", "candidates tried", "piece"),
+                      "zh": ("起点", "尝试的候选数", "匹配到的片段")}, code)
+    print(f"{i18n.rjust(head[0], 5)}  {i18n.rjust(head[1], 16)}  {head[2]}")   # padded by display width
     for s in steps:
         if s["piece"] != UNK:
             print(f"{s['start']:>5}  {s['tried']:>16}  {s['piece']}")
@@ -123,10 +125,9 @@ def mapping_table(report: list[dict], layer: int = 0, lang=None) -> str:
         names = r["checkpoint"]
         src = names[0] if len(names) == 1 else names[0].replace(".query.", ".{query,key,value}.")
         lines.append((src, r["ours"], str(tuple(r["shape"])), how[r["how"]]))
-    widths = [max(len(x[i]) for x in [heads, *lines]) for i in range(3)]
-    out = [f"{heads[0]:<{widths[0]}}  {heads[1]:<{widths[1]}}  {heads[2]:<{widths[2]}}  {heads[3]}"]
-    out += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in lines]
-    return "\n".join(out)
+    # display widths (i18n.width): a Chinese character takes two columns, so len() would misalign the headers
+    widths = [max(i18n.width(x[i]) for x in [heads, *lines]) for i in range(3)]
+    return "\n".join("  ".join([*(i18n.ljust(x[i], widths[i]) for i in range(3)), x[3]]) for x in [heads, *lines])
 
 
 def copy_layer_to_torch(layer) -> torch.nn.TransformerEncoderLayer:
