@@ -9,30 +9,43 @@ from exercise_answer import Answer
 from torch import nn
 
 from course_utils import mlm
+from course_utils.data.samples import sample_text
 from course_utils.tokenizers import CharTokenizer
 
-# --- exercise 1: BERT's 80/10/10 ----------------------------------------------------------------------------------
+# --- exercise 1: the shares of one uniform number or two draws ------------------------------------------------
 
 
-def _bert_mask(ids, mask_id, vocab_size, special_ids, p, generator):
-    special = torch.tensor(list(special_ids))
-    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, special)
-    u = torch.rand(ids.shape, generator=generator)
-    ordinary = torch.tensor([i for i in range(vocab_size) if i not in special_ids])
-    random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=generator)]
-    inputs = torch.where(selected & (u < 0.8), mask_id, ids)
-    inputs = torch.where(selected & (u >= 0.8) & (u < 0.9), random_ids, inputs)
-    return inputs, torch.where(selected, ids, -100)
+def _shares(p_mask, p_random, two_draws):
+    if two_draws:
+        rest = 1 - p_mask
+        return p_mask, rest * p_random, rest * (1 - p_random)
+    return p_mask, p_random, 1 - p_mask - p_random
 
 
-def _everything_masked(ids, mask_id, vocab_size, special_ids, p, generator):
-    """A common mistake: every selected token becomes <mask> (no 10 % random, no 10 % unchanged)."""
-    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, torch.tensor(list(special_ids)))
-    return torch.where(selected, mask_id, ids), torch.where(selected, ids, -100)
+def _shares_as_tensor(p_mask, p_random, two_draws):                 # another style: one tensor of three values
+    p = torch.tensor([p_mask, p_random], dtype=torch.float64)
+    rest = 1 - p[0]
+    random = rest * p[1] if two_draws else p[1]
+    return torch.stack([p[0], random, 1 - p[0] - random])
 
 
-def _library_mask(ids, mask_id, vocab_size, special_ids, p, generator):
-    return mlm.mask_tokens(ids, vocab_size, mask_id, list(special_ids), p=p, generator=generator)
+def _shares_as_list_of_0d(p_mask, p_random, two_draws):             # a list of 0-d float32 tensors
+    u_cut = torch.tensor(p_mask)
+    random = (1 - u_cut) * p_random if two_draws else torch.tensor(p_random)
+    return [u_cut, random, 1 - u_cut - random]
+
+
+def _shares_all_selected(p_mask, p_random, two_draws):
+    """The mistake: the second draw taken as p_random of all the selected tokens."""
+    return p_mask, p_random, 1 - p_mask - p_random
+
+
+def _shares_by_simulation(p_mask, p_random, two_draws):
+    """What the exercise rules out: counting random draws instead of deriving (close, never exact)."""
+    u1, u2 = torch.rand(2, 200_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    masked = u1 < p_mask
+    random = ~masked & (u2 < p_random) if two_draws else (u1 >= p_mask) & (u1 < p_mask + p_random)
+    return masked.double().mean(), random.double().mean(), (~masked & ~random).double().mean()
 
 
 # --- exercise 2: whole-word masking --------------------------------------------------------------------------------
@@ -96,27 +109,94 @@ def _masked_once_at_15(model, windows, p, generator):
     return _accuracy_at(model, windows, 0.15, torch.Generator().manual_seed(1234))
 
 
-# --- exercise 4: the unigram baseline ------------------------------------------------------------------------------
+# --- exercise 4: the context table at K = 4 ---------------------------------------------------------------------
+
+# The bundled English prose (13,340 characters): 10,000 to count on, 48 windows of 64 to fill, 15 % hidden. With
+# this seed the back-off tables of 0 + 0 ... 4 + 4 all score differently, so each mistake has its own number.
+TABLE_TOK = CharTokenizer.from_text(sample_text())
+V = TABLE_TOK.vocab_size
+_IDS = torch.tensor(TABLE_TOK.encode(sample_text()))
+TRAIN = _IDS[:10_000]
+_WINDOWS = _IDS[10_000:10_000 + 48 * 64].view(48, 64)
+_SELECTED = torch.rand(_WINDOWS.shape, generator=torch.Generator().manual_seed(2)) < 0.15
+LABELS = torch.where(_SELECTED, _WINDOWS, -100)
+INPUTS = _WINDOWS.masked_fill(_SELECTED, TABLE_TOK.mask_id)
 
 
-def _unigram(train_ids, labels, special_ids):
-    counts = torch.bincount(train_ids.flatten()).float()
-    counts[[i for i in special_ids if i < len(counts)]] = -1
-    keep = labels != -100
-    return (labels[keep] == counts.argmax()).float().mean()
+def _lookup(table, keys):
+    known, counts = table
+    at = torch.searchsorted(known, keys).clamp(max=len(known) - 1)
+    return torch.where(known[at] == keys, counts[at], 0)
+
+
+def _context_table(ids, k):
+    t = torch.arange(k, len(ids) - k)
+    key = torch.zeros_like(t)
+    for offset in [*range(-k, 0), *range(1, k + 1)]:
+        key = key * V + ids[t + offset]
+    return torch.unique(key * V + ids[t], return_counts=True)
+
+
+def _table_accuracy(K, train_ids, inputs, labels, *, backoff=True):
+    rows, cols = (labels != -100).nonzero(as_tuple=True)
+    truth, T = labels[rows, cols], inputs.size(1)
+    guess = torch.full_like(truth, -1)
+    for k in (range(K, -1, -1) if backoff else [K]):
+        table = _context_table(train_ids, k)
+        todo = (guess < 0) & (cols >= k) & (cols + k < T)
+        key = torch.zeros_like(cols)
+        for offset in [*range(-k, 0), *range(1, k + 1)]:
+            key = key * V + inputs[rows, (cols + offset).clamp(0, T - 1)]
+        counts = _lookup(table, key[:, None] * V + torch.arange(V))
+        use = todo & (counts.sum(1) > 0)
+        guess[use] = counts[use].argmax(1)
+    return (guess == truth).float().mean().item()
+
+
+def _table_accuracy_by_dicts(K, train_ids, inputs, labels):
+    """Another style: one Counter per k over (left, right) -> middle, in plain Python (ties: the smallest id)."""
+    from collections import Counter, defaultdict
+
+    train = train_ids.tolist()
+    tables = []
+    for k in range(K + 1):
+        table = defaultdict(Counter)
+        for t in range(k, len(train) - k):
+            table[tuple(train[t - k:t]), tuple(train[t + 1:t + k + 1])][train[t]] += 1
+        tables.append(table)
+    right = total = 0
+    for row, labelled in zip(inputs.tolist(), labels.tolist()):
+        for c, label in enumerate(labelled):
+            if label == -100:
+                continue
+            total += 1
+            for k in range(K, -1, -1):
+                if c >= k and c + k < len(row) and (counts := tables[k].get((tuple(row[c - k:c]),
+                                                                              tuple(row[c + 1:c + k + 1])))):
+                    right += min(counts, key=lambda i: (-counts[i], i)) == label
+                    break
+    return torch.tensor(right / total)
+
+
+def _table_no_backoff(K, train_ids, inputs, labels):
+    """The mistake: only the K + K context; a blank whose context never occurred stays unanswered."""
+    return _table_accuracy(K, train_ids, inputs, labels, backoff=False)
+
+
+def _table_on_the_notebooks_data(K, train_ids, inputs, labels):
+    """What the exercise rules out: the notebook's own data (its globals) whatever the arguments say."""
+    return _table_accuracy(K, TRAIN, INPUTS, LABELS)
 
 
 L12 = [
-    Answer("check_bert_masking", _bert_mask, wrong=_everything_masked, shortcut=_library_mask,
-           says="You called mlm.mask_tokens"),
+    Answer("check_corruption_shares", _shares, wrong=_shares_all_selected, shortcut=_shares_by_simulation,
+           says="looks like a simulation", right=(_shares_as_tensor, _shares_as_list_of_0d)),
     Answer("check_whole_word_masking", _whole_word, wrong=_any_letter_drawn, shortcut=_per_character,
            says="one decision per word"),
     Answer("check_accuracy_at", _accuracy_at, wrong=_every_position, shortcut=_masked_once_at_15,
            says="does not change with p", args=(_Copy(), WINDOWS, TOK)),
-    Answer("check_unigram_baseline", _unigram,
-           wrong=lambda t, lb, s: (lb[lb != -100] == torch.bincount(t).argmax()).float().mean(),  # a special id
-           shortcut=lambda t, lb, s: mlm.unigram_baseline(t, lb, int(t.max()) + 1, list(s))[1],
-           says="You called mlm.unigram_baseline"),
+    Answer("check_table_accuracy", _table_accuracy, wrong=_table_no_backoff, shortcut=_table_on_the_notebooks_data,
+           says="use the arguments", args=(TRAIN, INPUTS, LABELS), right=(_table_accuracy_by_dicts,)),
 ]
 
 ANSWERS = {"l12_masked_lm": L12}

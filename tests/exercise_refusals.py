@@ -232,43 +232,44 @@ def _patience_against_previous(dev_losses, patience):
     return len(dev_losses) - 1, best
 
 
-# --- lesson 12: the 80/10/10 rule bent, p ignored, the generator ignored --------------------------------------------
+# --- lesson 12: shares derived wrong, or measured instead of derived; whole words at a rate that ignores p ---------
+# (Exercise 1 was a retyped 80/10/10 function with a statistical check; it is now a derivation of the shares, so
+# the 85/7.5/7.5 split is refused there as a split that is off, and "selection ignoring p" moved to exercise 2.)
 
-def _bert_mask_with(ids, mask_id, vocab_size, special_ids, p, generator, *, split=(0.8, 0.1), rate=None,
-                    use_generator=True):
-    g = generator if use_generator else None
-    special = torch.tensor(list(special_ids))
-    selected = (torch.rand(ids.shape, generator=g) < (p if rate is None else rate)) & ~torch.isin(ids, special)
-    u = torch.rand(ids.shape, generator=g)
-    ordinary = torch.tensor([i for i in range(vocab_size) if i not in special_ids])
-    random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=g)]
-    inputs = torch.where(selected & (u < split[0]), mask_id, ids)
-    inputs = torch.where(selected & (u >= split[0]) & (u < split[0] + split[1]), random_ids, inputs)
-    return inputs, torch.where(selected, ids, -100)
+def _shares_85_75_75(p_mask, p_random, two_draws):     # the old bypass's split: 5 points moved from the other two
+    return p_mask + 0.05, p_random - 0.025, 1 - p_mask - p_random - 0.025
 
 
-def _bert_85_75_75(ids, mask_id, vocab_size, special_ids, p, generator):
-    return _bert_mask_with(ids, mask_id, vocab_size, special_ids, p, generator, split=(0.85, 0.075))
+def _shares_by_mask_tokens(p_mask, p_random, two_draws):   # measured with the library (approximately), not derived
+    from course_utils import mlm
+
+    ids = torch.randint(5, 40, (400, 100), generator=torch.Generator().manual_seed(0))
+    inputs, labels = mlm.mask_tokens(ids, 40, 4, [0, 1, 2, 3, 4], p=1.0, generator=torch.Generator().manual_seed(1))
+    n = ids.numel()
+    masked = float((inputs == 4).sum()) / n
+    unchanged = float((inputs == ids).sum()) / n
+    return masked, 1 - masked - unchanged, unchanged
 
 
-def _bert_rate_ignores_p(ids, mask_id, vocab_size, special_ids, p, generator):
-    return _bert_mask_with(ids, mask_id, vocab_size, special_ids, p, generator, rate=0.17)
+def _whole_word_own_generator(ids, p, space_id, special_ids, generator):   # the argument is never used
+    return _whole_word_with(ids, p, space_id, special_ids, torch.Generator().manual_seed(0))
 
 
-def _bert_global_rng(ids, mask_id, vocab_size, special_ids, p, generator):
-    return _bert_mask_with(ids, mask_id, vocab_size, special_ids, p, generator, use_generator=False)
+def _whole_word_rate_ignores_p(ids, p, space_id, special_ids, generator):  # one fixed rate below 1, whatever p is
+    return _whole_word_with(ids, 0.17 if p < 1 else 1.0, space_id, special_ids, generator)
 
 
-def _bert_own_generator(ids, mask_id, vocab_size, special_ids, p, generator):   # the argument is never used
-    return _bert_mask_with(ids, mask_id, vocab_size, special_ids, p, torch.Generator().manual_seed(0))
-
-
-def _whole_word_global_rng(ids, p, space_id, special_ids, generator):
+def _whole_word_with(ids, p, space_id, special_ids, generator):
     in_word = ~torch.isin(ids, torch.tensor([space_id, *special_ids]))
     starts = in_word & ~F.pad(in_word, (1, 0))[:, :-1]
     word = starts.cumsum(dim=1)
-    chosen = torch.rand(ids.size(0), ids.size(1) + 1) < p                      # the global RNG, not generator
+    chosen = torch.rand(ids.size(0), ids.size(1) + 1, generator=generator) < p
     return in_word & chosen.gather(1, word)
+
+
+def _whole_word_global_rng(ids, p, space_id, special_ids, generator):
+    return _whole_word_with(ids, p, space_id, special_ids, None)                # the global RNG, not generator
+
 
 
 # --- lesson 17: LoRA layers with the classic bugs; a merge that changes its input -------------------------------
@@ -439,11 +440,11 @@ REFUSALS = {
             ("another route to the layer", _trained_block_by_children, "counted the parameters")),
     },
     "l12_masked_lm": {
-        "check_bert_masking": (("85/7.5/7.5 split", _bert_85_75_75, "expected about"),
-                               ("selection ignoring p", _bert_rate_ignores_p, "expected p ="),
-                               ("unused generator", _bert_own_generator, "generator"),
-                               ("ignored generator argument", _bert_global_rng, "generator")),
-        "check_whole_word_masking": (("ignored generator argument", _whole_word_global_rng, "generator"),),
+        "check_corruption_shares": (("85/7.5/7.5 split", _shares_85_75_75, "expected"),
+                                    ("measuring instead of deriving", _shares_by_mask_tokens, "simulation")),
+        "check_whole_word_masking": (("ignored generator argument", _whole_word_global_rng, "generator"),
+                                     ("unused generator", _whole_word_own_generator, "generator"),
+                                     ("selection ignoring p", _whole_word_rate_ignores_p, "expected p =")),
     },
     "l13_pretrained": {
         "check_symmetric_loss": (("gradient test skipped without grad", _symmetric_detached, "gradient"),),
@@ -687,17 +688,9 @@ def _min_p_by_transformers(logits, p_base):      # an installed package's ready-
     return MinPLogitsWarper(p_base)(None, flat).reshape(logits.shape)
 
 
-def _unigram_from_the_labels(train_ids, labels, special_ids):   # the most frequent *label*: a peek at the answers
-    scored = labels[labels != -100]
-    return (scored == torch.mode(scored).values).float().mean()
-
-
 REFUSALS.setdefault("l11_gpt", {}).setdefault("check_min_p", ())
 REFUSALS["l11_gpt"]["check_min_p"] += (("library function under another name", _min_p_by_transformers,
                                         "MinPLogitsWarper"),)
-REFUSALS.setdefault("l12_masked_lm", {}).setdefault("check_unigram_baseline", ())
-REFUSALS["l12_masked_lm"]["check_unigram_baseline"] += (("ties and off-by-ones", _unigram_from_the_labels,
-                                                          "most frequent *label*"),)
 
 
 def _bce_by_cross_entropy_on_two_logits(z, y):   # the two-class softmax loss over (0, z): the trick done for you
@@ -773,3 +766,71 @@ REFUSALS.setdefault("l14_fast", {}).setdefault("check_cross_attention_flops", ()
 REFUSALS["l14_fast"]["check_cross_attention_flops"] += (
     ("measuring instead of deriving", _flops_by_counter, "You measured"),
     ("misleading verdict", _flops_all_projections_at_t_q, "K and V are projections of the encoder output"))
+
+
+# --- review turn 4, lesson 12: the new exercises 1 (shares derived) and 4 (the table at K = 4) ------------------
+
+BULLETS += ("two draws taken as one", "shares in the wrong order", "the table of another K",
+            "neighbours read from the original text")
+
+
+def _shares_of(p_mask, p_random, two_draws):
+    rest = 1 - p_mask
+    return (p_mask, rest * p_random, rest * (1 - p_random)) if two_draws else (p_mask, p_random, 1 - p_mask - p_random)
+
+
+def _shares_two_draws_as_one(p_mask, p_random, two_draws):     # "0.1 of the rest" read as 0.1 of all selected
+    return p_mask, p_random, 1 - p_mask - p_random
+
+
+def _shares_random_out_of_unchanged(p_mask, p_random, two_draws):   # a second draw inside the unchanged share
+    if not two_draws:
+        return _shares_of(p_mask, p_random, False)
+    rest = 1 - p_mask - p_random
+    return p_mask, p_random * rest, rest * (1 - p_random)
+
+
+def _shares_mask_unchanged_random(p_mask, p_random, two_draws):
+    m, r, u = _shares_of(p_mask, p_random, two_draws)
+    return m, u, r
+
+
+def _shares_random_first(p_mask, p_random, two_draws):
+    m, r, u = _shares_of(p_mask, p_random, two_draws)
+    return r, m, u
+
+
+def _shares_recipes_swapped(p_mask, p_random, two_draws):      # the flag read the other way round
+    return _shares_of(p_mask, p_random, not two_draws)
+
+
+def _table_of_k(k):
+    from exercise_answers_12 import _table_accuracy
+
+    return lambda K, train_ids, inputs, labels: _table_accuracy(k, train_ids, inputs, labels)
+
+
+def _table_upwards(K, train_ids, inputs, labels):              # the back-off loop run 0, 1, ..., K
+    from exercise_answers_12 import _table_accuracy
+
+    return _table_accuracy(0, train_ids, inputs, labels)
+
+
+def _table_on_the_original_text(K, train_ids, inputs, labels):  # neighbours from val_windows instead of dev_in
+    from exercise_answers_12 import _table_accuracy
+
+    return _table_accuracy(K, train_ids, torch.where(labels != -100, labels, inputs), labels)
+
+
+REFUSALS.setdefault("l12_masked_lm", {}).setdefault("check_corruption_shares", ())
+REFUSALS["l12_masked_lm"]["check_corruption_shares"] += (
+    ("two draws taken as one", _shares_two_draws_as_one, "p_random of *all* the selected tokens"),
+    ("two draws taken as one", _shares_random_out_of_unchanged, "add up to"),
+    ("two draws taken as one", _shares_recipes_swapped, "two-draw recipe"),
+    ("shares in the wrong order", _shares_mask_unchanged_random, "wrong order"),
+    ("shares in the wrong order", _shares_random_first, "wrong order"))
+REFUSALS.setdefault("l12_masked_lm", {}).setdefault("check_table_accuracy", ())
+REFUSALS["l12_masked_lm"]["check_table_accuracy"] += (
+    ("the table of another K", _table_of_k(3), "the accuracy of the 3 + 3 table"),
+    ("the table of another K", _table_upwards, "ran upwards"),
+    ("neighbours read from the original text", _table_on_the_original_text, "original text"))

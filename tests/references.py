@@ -53,14 +53,6 @@ def rotate(x: torch.Tensor, k: int) -> torch.Tensor:
     return torch.stack([c * even + s * odd, -s * even + c * odd], dim=-1).flatten(-2)
 
 
-# --- lesson 12 ------------------------------------------------------------------------------------------------
-def bert_masking(ids, mask_id, vocab_size, special_ids, p, generator):
-    """Exercise 1: :func:`course_utils.mlm.mask_tokens` with the exercise's argument order."""
-    from course_utils.mlm import mask_tokens
-
-    return mask_tokens(ids, vocab_size, mask_id, special_ids, p=p, generator=generator)
-
-
 # --- lesson 13 ------------------------------------------------------------------------------------------------
 def wordpiece(word: str, vocab) -> list[str]:
     """Exercise 3: greedy longest-match-first WordPiece for one word (no length limit)."""

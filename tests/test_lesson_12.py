@@ -5,9 +5,8 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import pytest
-import references
 import torch
-from exercise_answers_12 import _bert_mask as _solution_masking  # the exercise's reference answer
+from exercise_answers_12 import INPUTS, LABELS, TABLE_TOK, TRAIN, _shares, _table_accuracy  # reference answers
 
 from course_lab import i18n
 from course_lab.lessons import l12_masked_lm as l12
@@ -176,59 +175,38 @@ def _not_implemented(*args):
     raise NotImplementedError
 
 
-def _all_masked(ids, mask_id, vocab_size, special_ids, p, generator):   # a common mistake
-    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, torch.tensor(special_ids))
-    return torch.where(selected, mask_id, ids), torch.where(selected, ids, -100)
-
-
-def _selects_padding(ids, mask_id, vocab_size, special_ids, p, generator):
-    selected = torch.rand(ids.shape, generator=generator) < p
-    return torch.where(selected, mask_id, ids), torch.where(selected, ids, -100)
-
-
-def _labels_everywhere(ids, mask_id, vocab_size, special_ids, p, generator):
-    inputs, _ = _solution_masking(ids, mask_id, vocab_size, special_ids, p, generator)
-    return inputs, ids.clone()
-
-
-def _random_specials(ids, mask_id, vocab_size, special_ids, p, generator):
-    special = torch.tensor(list(special_ids))
-    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, special)
-    u = torch.rand(ids.shape, generator=generator)
-    random_ids = torch.randint(0, 5, ids.shape, generator=generator)   # only special ids: a visible bug
-    inputs = torch.where(selected & (u < 0.8), mask_id, ids)
-    inputs = torch.where(selected & (u >= 0.8) & (u < 0.9), random_ids, inputs)
-    return inputs, torch.where(selected, ids, -100)
-
-
-def _wrong_split(ids, mask_id, vocab_size, special_ids, p, generator):
-    special = torch.tensor(list(special_ids))
-    selected = (torch.rand(ids.shape, generator=generator) < p) & ~torch.isin(ids, special)
-    u = torch.rand(ids.shape, generator=generator)
-    return torch.where(selected & (u < 0.5), mask_id, ids), torch.where(selected, ids, -100)
+def _swap(p_mask, p_random, two_draws):                       # (mask, unchanged, random)
+    m, r, u = _shares(p_mask, p_random, two_draws)
+    return m, u, r
 
 
 @pytest.mark.parametrize("wrong, message", [
-    (_all_masked, "Every selected token became <mask>"),
-    (_selects_padding, "Special tokens"),
-    (_labels_everywhere, "No label is −100"),
-    (_random_specials, "special token"),
-    (_wrong_split, "expected about 80 %"),
-    (lambda *a: a[0], "pair"),
+    (lambda pm, pr, two: (pm, pr, 1 - pm - pr), "p_random of *all* the selected tokens"),
+    (lambda pm, pr, two: _shares(pm, pr, not two), "that is the two-draw recipe"),
+    (_swap, "wrong order"),
+    (lambda pm, pr, two: tuple(100 * x for x in _shares(pm, pr, two)), "percentages"),
+    (lambda pm, pr, two: (pm, (1 - pm) * pr if two else pr, 1 - pm), "add up to"),
+    (lambda pm, pr, two: tuple(round(x, 2) for x in _shares(pm, pr, two)), "simulation"),
+    (lambda pm, pr, two: _shares(pm, pr, two)[:2], "got 2"),
+    (lambda pm, pr, two: "80/2/18", "expected three numbers"),
+    (lambda pm, pr, two: (pm, float("nan"), 0.0), "finite"),
 ])
-def test_check_bert_masking(capsys, wrong, message):
-    assert l12.check_bert_masking(_solution_masking) is True
-    assert "✓" in capsys.readouterr().out
-    assert l12.check_bert_masking(wrong) is False
-    assert message in capsys.readouterr().out
+def test_check_corruption_shares(capsys, wrong, message):
+    assert l12.check_corruption_shares(_shares) is True
+    out = capsys.readouterr().out
+    assert "✓" in out and "(0.8, 0.02, 0.18)" in out
+    assert l12.check_corruption_shares(wrong) is False
+    out = capsys.readouterr().out
+    assert "✗" in out and message in out, out
 
 
-def test_check_bert_masking_refuses_the_library(capsys):
-    lib = lambda ids, m, v, s, p, g: mlm.mask_tokens(ids, v, m, list(s), p=p, generator=g)  # noqa: E731
-    assert l12.check_bert_masking(lib) is False
-    assert "You called mlm.mask_tokens" in capsys.readouterr().out
-    assert l12.check_bert_masking(references.bert_masking) is False            # imports it inside: still seen
-    assert "You called mlm.mask_tokens" in capsys.readouterr().out
+def test_check_corruption_shares_accepts_numbers_in_any_container(capsys):
+    for right in (lambda pm, pr, two: list(_shares(pm, pr, two)),
+                  lambda pm, pr, two: torch.tensor(_shares(pm, pr, two)),
+                  lambda pm, pr, two: tuple(torch.tensor(x) for x in _shares(pm, pr, two)),
+                  lambda pm, pr, two: np.array(_shares(pm, pr, two))):
+        assert l12.check_corruption_shares(right) is True, capsys.readouterr().out
+    capsys.readouterr()
 
 
 def _whole_word(ids, p, space_id, special_ids, generator):
@@ -276,27 +254,49 @@ def test_check_accuracy_at_with_a_real_model(tiny, capsys):
     assert "Return a number" in capsys.readouterr().out
 
 
-def _unigram(train_ids, labels, special_ids):
-    counts = torch.bincount(train_ids.flatten()).float()
-    counts[[i for i in special_ids if i < len(counts)]] = -1
-    keep = labels != -100
-    return (labels[keep] == counts.argmax()).float().mean()
+def test_check_table_accuracy_names_the_mistakes(capsys):
+    assert l12.check_table_accuracy(_table_accuracy, TRAIN, INPUTS, LABELS) is True
+    out = capsys.readouterr().out
+    assert "✓" in out and "4 + 4" in out and "3 + 3" in out
+    original = torch.where(LABELS != -100, LABELS, INPUTS)
+    for wrong, message in (
+            (lambda K, t, i, lb: _table_accuracy(3, t, i, lb), "the accuracy of the 3 + 3 table"),
+            (lambda K, t, i, lb: _table_accuracy(0, t, i, lb), "ran upwards"),
+            (lambda K, t, i, lb: _table_accuracy(K, t, i, lb, backoff=False), "must back off"),
+            (lambda K, t, i, lb: _table_accuracy(K, t, torch.where(lb != -100, lb, i), lb), "original text"),
+            (lambda K, t, i, lb: _table_accuracy(K, TRAIN, original, LABELS) if K < 4 else
+             _table_accuracy(K, t, i, lb), "use the arguments"),
+            (lambda K, t, i, lb: 0.5, "expected"),
+            (lambda K, t, i, lb: "high", "Return the accuracy")):
+        assert l12.check_table_accuracy(wrong, TRAIN, INPUTS, LABELS) is False
+        out = capsys.readouterr().out
+        assert "✗" in out and message in out, out
 
 
-def test_check_unigram_baseline(capsys):
-    assert l12.check_unigram_baseline(_unigram) is True
+def test_check_table_accuracy_is_cheap_on_the_lessons_scale(capsys):
+    """The notebook's call: a million training characters, 512 windows of 64, K = 4, in a few seconds (the lesson
+    must stay fast); a stand-in stream of the same size with a small alphabet."""
+    import time
+
+    g = torch.Generator().manual_seed(0)
+    train = TRAIN.repeat(100)                                                  # 1,000,000 characters
+    windows = TRAIN.repeat(4)[:512 * 64].view(512, 64)
+    selected = torch.rand(windows.shape, generator=g) < 0.15
+    labels = torch.where(selected, windows, -100)
+    start = time.perf_counter()
+    inputs = windows.masked_fill(selected, TABLE_TOK.mask_id)
+    assert l12.check_table_accuracy(_table_accuracy, train, inputs, labels) is True
+    assert time.perf_counter() - start < 6.0
     capsys.readouterr()
-    naive = lambda t, lb, s: (lb[lb != -100] == torch.bincount(t).argmax()).float().mean()  # noqa: E731
-    assert l12.check_unigram_baseline(naive) is False
-    assert "special" in capsys.readouterr().out
-    everywhere = lambda t, lb, s: (lb == 7).float().mean()  # noqa: E731
-    assert l12.check_unigram_baseline(everywhere) is False
-    assert "every position" in capsys.readouterr().out
 
 
 def test_checks_speak_chinese(capsys):
     i18n.set_language("zh")
-    assert l12.check_unigram_baseline(_not_implemented) is False
+    assert l12.check_table_accuracy(_not_implemented, TRAIN, INPUTS, LABELS) is False
     assert "还没有作答" in capsys.readouterr().out
-    assert l12.check_bert_masking(_solution_masking) is True
+    assert l12.check_corruption_shares(_shares) is True
     assert "正确" in capsys.readouterr().out
+    assert l12.check_corruption_shares(lambda pm, pr, two: (pm, pr, 1 - pm - pr)) is False
+    assert "第二次只作用于" in capsys.readouterr().out
+    assert l12.check_table_accuracy(_table_accuracy, TRAIN, INPUTS, LABELS) is True
+    assert "只有" in capsys.readouterr().out

@@ -26,8 +26,8 @@ from course_utils.modes import evaluating, model_device
 from ... import i18n, viz
 from ...viz import show_token as show_token
 from .checks import check_accuracy_at as check_accuracy_at
-from .checks import check_bert_masking as check_bert_masking
-from .checks import check_unigram_baseline as check_unigram_baseline
+from .checks import check_corruption_shares as check_corruption_shares
+from .checks import check_table_accuracy as check_table_accuracy
 from .checks import check_whole_word_masking as check_whole_word_masking
 
 # ------------------------------------------------------------------------------------------------------------

@@ -15,200 +15,113 @@ from course_utils.mlm import IGNORE_INDEX
 from course_utils.modes import evaluating
 
 from ...exercises import (
-    also_right_for,
     as_number,
     attempt,
     fail,
     fresh_generator,
     fresh_int,
     never_raises,
-    number_problem,
     passed,
     report,
     type_problem,
     uses_the_generator,
     watching,
 )
+from .expected import (
+    _backoff,
+    _level_guesses,
+    _near,
+    _one_uniform,
+    _prose_case,
+    _shares_text,
+    _three_numbers,
+    _two_draws,
+)
 
-_V, _MASK, _SPECIAL = 40, 4, (0, 1, 2, 3, 4)
+_V, _SPECIAL = 40, (0, 1, 2, 3, 4)
 
 
 def _z(count: int, trials: int, q: float) -> float:
     return abs(count - trials * q) / math.sqrt(max(trials * q * (1 - q), 1e-12))
 
 
-# Statistical power of exercise 1's check. A batch of 256 rows × 128 tokens holds about 24,300 ordinary tokens
-# (a quarter of each row is padding, one <bos>). At p = 0.15 about 3,650 are selected: the binomial standard error
-# of a 10 % share is sqrt(0.1·0.9/3650) = 0.50 points and of the 80 % share 0.66 points, so an 85/7.5/7.5 split is
-# 5.0 and 7.6 standard errors away; at p = 0.4 (about 9,700 selected) 8.2 and 12. A selection rate that ignores p
-# misses one of the two rates by far more. A correct answer lands beyond Z_MAX = 4.5 with probability about 1e-5
-# per share (8 shares and 2 rates are tested).
-Z_MAX = 4.5
+# --- exercise 1: the shares of the corruption, one uniform number or two draws -------------------------------------
 
-
-def _bert_batch(g: torch.Generator, rows: int = 256, cols: int = 128) -> torch.Tensor:
-    ids = torch.randint(5, _V, (rows, cols), generator=g)
-    ids[:, 0] = 2                                     # <bos>
-    ids[:, 3 * cols // 4:] = 0                        # padding
-    return ids
-
-
-def _judge_bert(ids: torch.Tensor, p: float, got) -> tuple[bool, str, str]:
-    """Judge one result of exercise 1 at rate ``p``: ``(ok, summary en, summary zh)``; prints the verdict if not."""
-    if not (isinstance(got, tuple) and len(got) == 2):
-        return fail("Return a pair (inputs, labels).", "请返回一个二元组 (inputs, labels)。"), "", ""
-    inputs, labels = got
-    for name, t in (("inputs", inputs), ("labels", labels)):
-        problem = type_problem(t, ids.shape)
-        if problem is not None:
-            return fail(f"{name}: {problem[0]}", f"{name}：{problem[1]}"), "", ""
-    special = torch.isin(ids, torch.tensor(_SPECIAL))
-    selected = labels != IGNORE_INDEX
-    if bool(selected.all()):
-        return fail("No label is −100: only the selected positions get their original id as the label; every "
-                    "other label must be −100, so that the loss ignores it.",
-                    "没有一个标签是 −100：只有被选中的位置以原来的 ID 作为标签，其余位置的标签都必须是 −100，"
-                    "这样损失才会忽略它们。"), "", ""
-    if not torch.equal(labels[selected], ids[selected]):
-        return fail("At the selected positions the label must be the *original* token id.",
-                    "被选中的位置上，标签必须是*原来的*词元 ID。"), "", ""
-    if (selected & special).any():
-        return fail("Special tokens (<pad>, <bos>, …) were selected: only ordinary tokens may be.",
-                    "特殊词元（<pad>、<bos> 等）被选中了：只有普通词元才能被选中。"), "", ""
-    if not torch.equal(inputs[~selected], ids[~selected]):
-        return fail("A position that is not selected was changed: leave it as it is (its label is −100).",
-                    "没被选中的位置被改动了：应保持原样（它的标签是 −100）。"), "", ""
-    n_ordinary, n_sel = int((~special).sum()), int(selected.sum())
-    if n_sel == 0:
-        return fail("Nothing was selected: select each ordinary position with probability p.",
-                    "一个位置都没有选中：每个普通位置应以概率 p 被选中。"), "", ""
-    if _z(n_sel, n_ordinary, p) > Z_MAX:
-        return fail(f"{100 * n_sel / n_ordinary:.1f} % of the ordinary tokens were selected; expected p = "
-                    f"{100 * p:.0f} % (padding and special tokens do not count).",
-                    f"普通词元中有 {100 * n_sel / n_ordinary:.1f}% 被选中；应为 p = {100 * p:.0f}%"
-                    "（填充和特殊词元不算在内）。"), "", ""
-    masked = int((selected & (inputs == _MASK)).sum())
-    unchanged = int((selected & (inputs == ids)).sum())
-    replaced = n_sel - masked - unchanged
-    if masked == n_sel:
-        return fail("Every selected token became <mask>: BERT keeps 10 % unchanged and replaces 10 % by a random "
-                    "token, so the model must also care about tokens that look normal.",
-                    "被选中的词元全都变成了 <mask>：BERT 会让 10% 保持不变、10% 换成随机词元，"
-                    "这样模型对看起来正常的词元也得认真对待。"), "", ""
-    random_tokens = inputs[selected & (inputs != ids) & (inputs != _MASK)]
-    if torch.isin(random_tokens, torch.tensor(_SPECIAL)).any():
-        return fail("A random replacement was a special token (e.g. <pad>): draw from the ordinary tokens only.",
-                    "随机替换时抽到了特殊词元（比如 <pad>）：只能从普通词元里抽。"), "", ""
-    for count, q, en, zh in ((masked, 0.8, "<mask>", "<mask>"), (replaced, 0.1, "a random token", "随机词元"),
-                             (unchanged, 0.1, "unchanged", "保持不变")):
-        if _z(count, n_sel, q) > Z_MAX:
-            return fail(f"At p = {p}: {100 * count / n_sel:.1f} % of the {n_sel} selected tokens are {en}; expected "
-                        f"about {100 * q:.0f} % (more than {Z_MAX} standard errors away).",
-                        f"p = {p} 时：{n_sel} 个被选中的词元中有 {100 * count / n_sel:.1f}% 是{zh}；应约为 "
-                        f"{100 * q:.0f}%（偏离超过 {Z_MAX} 个标准误）。"), "", ""
-    return (True, f"{100 * n_sel / n_ordinary:.1f} % selected, of which {100 * masked / n_sel:.0f} % <mask>, "
-                  f"{100 * replaced / n_sel:.0f} % random, {100 * unchanged / n_sel:.0f} % unchanged",
-            f"选中了 {100 * n_sel / n_ordinary:.1f}%，其中 {100 * masked / n_sel:.0f}% 变成 <mask>，"
-            f"{100 * replaced / n_sel:.0f}% 换成随机词元，{100 * unchanged / n_sel:.0f}% 保持不变")
+def _judge_shares(values, p_mask: float, p_random: float, two_draws: bool) -> bool:
+    """True when ``values`` are the shares of this recipe; else print what the mistake looks like."""
+    want = (_two_draws if two_draws else _one_uniform)(p_mask, p_random)
+    if _near(values, want):
+        return True
+    case = f"corruption_shares({p_mask:.4g}, {p_random:.4g}, two_draws={two_draws})"
+    head_en, head_zh = f"{case} returned {_shares_text(values)}", f"{case} 返回了 {_shares_text(values)}"
+    other = (_one_uniform if two_draws else _two_draws)(p_mask, p_random)
+    if _near([v / 100 for v in values], want, 1e-4):
+        return fail(f"{head_en}: these are percentages; return fractions of the selected tokens (they add up to 1).",
+                    f"{head_zh}：这是百分数；请返回占被选中词元的比例（三者之和为 1）。")
+    if two_draws and _near(values, other):
+        return fail(f"{head_en}: you took p_random of *all* the selected tokens. In the two-draw recipe the second "
+                    "draw only sees the tokens the first one did not mask, a share 1 − p_mask of them: random = "
+                    "(1 − p_mask) · p_random, and unchanged is what is left of that rest.",
+                    f"{head_zh}：你取的是*全部*被选中词元的 p_random。两次抽取的做法里，"
+                    "第二次只作用于第一次没有遮盖的词元，它们只占 1 − p_mask：random = (1 − p_mask) · p_random，"
+                    "unchanged 是这部分剩下的。")
+    if not two_draws and _near(values, other):
+        return fail(f"{head_en}: that is the two-draw recipe. With one uniform number u in [0, 1) the cuts are at "
+                    "p_mask and p_mask + p_random, so random gets p_random of all the selected tokens.",
+                    f"{head_zh}：这是两次抽取的结果。只抽一个 [0, 1) 上的均匀随机数 u 时，切点在 p_mask 和 "
+                    "p_mask + p_random，所以 random 占全部被选中词元的 p_random。")
+    if sorted(values) == sorted(want) or _near(sorted(values), sorted(want)):
+        return fail(f"{head_en}: the right three numbers in the wrong order. Return (mask, random, unchanged), "
+                    f"here {_shares_text(want)}.",
+                    f"{head_zh}：三个数是对的，但顺序错了。请按 (mask, random, unchanged) 的顺序返回，"
+                    f"这里应为 {_shares_text(want)}。")
+    if _near(values, want, 0.006):
+        return fail(f"{head_en}: close to the exact {_shares_text(want)} but not equal: this looks like a "
+                    "simulation (counting random draws) or a rounded answer. Derive the exact shares from p_mask "
+                    "and p_random; a simulation is how you check the formula, not the formula.",
+                    f"{head_zh}：接近精确值 {_shares_text(want)}，但并不相等：看起来像是模拟（数随机抽样的结果）"
+                    "或四舍五入后的结果。请由 p_mask 和 p_random 推导出精确的比例；"
+                    "模拟是用来验证公式的，不是公式本身。")
+    if abs(sum(values) - 1.0) > 1e-6:
+        return fail(f"{head_en}: these add up to {sum(values):.4g}, not 1. Every selected token ends up in exactly one "
+                    "of the three groups, so the shares must add up to 1 (is unchanged what is left after mask "
+                    "*and* random?).",
+                    f"{head_zh}：三者之和是 {sum(values):.4g}，不是 1。每个被选中的词元恰好落在三组中的一组，"
+                    "所以三个比例之和必须为 1（unchanged 是不是减去了 mask *和* random 之后剩下的？）。")
+    return fail(f"{head_en}; expected {_shares_text(want)} (mask, random, unchanged).",
+                f"{head_zh}；应为 {_shares_text(want)} (mask, random, unchanged)。")
 
 
 @never_raises
-def check_bert_masking(fn) -> bool:
-    """Exercise 1: ``fn(ids, mask_id, vocab_size, special_ids, p, generator) -> (inputs, labels)`` follows BERT:
-    p of the ordinary tokens selected; of those 80 % ``<mask>``, 10 % random, 10 % unchanged; labels −100
-    elsewhere; special tokens never selected; every random number drawn from ``generator``. Judged at two rates
-    on a drawn batch (power: see :data:`Z_MAX`)."""
+def check_corruption_shares(fn) -> bool:
+    """Exercise 1: ``fn(p_mask, p_random, two_draws) -> (mask, random, unchanged)``, the shares of the selected
+    tokens that end up as ``<mask>``, as a random token, and unchanged.
+
+    ``two_draws=False``: one uniform number per selected token, cut at p_mask and p_mask + p_random (BERT's recipe,
+    ``mlm.mask_tokens``): ``(p_mask, p_random, 1 − p_mask − p_random)``. ``two_draws=True``: mask with probability
+    p_mask, then an independent second draw randomises p_random of the rest: ``(p_mask, (1 − p_mask) p_random,
+    (1 − p_mask)(1 − p_random))``, 80 / 2 / 18 for BERT's numbers. Judged at BERT's 0.8 / 0.1 and at rates drawn
+    afresh on every run, to 1e-6: a simulation is close but not exact, and is told so. Any three numbers are
+    accepted: a tuple or list of floats or 0-d tensors, or a tensor of three values."""
     g = fresh_generator()
-    ids = _bert_batch(g)
-    summaries = []
-    for p in (0.15, 0.4):
-        with watching(fn, [(mlm, "mask_tokens")]) as calls:
-            ok, got = attempt(fn, ids.clone(), _MASK, _V, _SPECIAL, p, torch.Generator().manual_seed(fresh_int(
-                0, 2**31, g)))
+    p_mask = round(0.3 + 0.6 * float(torch.rand((), generator=g)), 4)
+    p_random = round(0.05 + (0.9 - p_mask) * float(torch.rand((), generator=g)), 4)
+    cases = [(0.8, 0.1, False), (0.8, 0.1, True), (p_mask, p_random, True), (p_mask, p_random, False)]
+    for pm, pr, two in cases:
+        ok, got = attempt(fn, pm, pr, two)
         if not ok:
             return False
-        if calls:
-            return fail("You called mlm.mask_tokens: that is the library function this exercise asks you to write. "
-                        "Draw the selection and the 80/10/10 split yourself with torch.rand and torch.where.",
-                        "你调用了 mlm.mask_tokens：本题要你自己写的正是这个库函数。"
-                        "请用 torch.rand 和 torch.where 自己抽取被选中的位置，并完成 80/10/10 的划分。")
-        ok, en, zh = _judge_bert(ids, p, got)
-        if not ok:
+        values, problem = _three_numbers(got)
+        if problem:
+            return report(problem, f"corruption_shares({pm:.4g}, {pr:.4g}, two_draws={two})",
+                          f"corruption_shares({pm:.4g}, {pr:.4g}, two_draws={two})")
+        if not _judge_shares(values, pm, pr, two):
             return False
-        summaries.append((p, en, zh))
-    small = _bert_batch(g, 8, 32)
-    if not uses_the_generator(fn, lambda gen: (small.clone(), _MASK, _V, _SPECIAL, 0.3, gen)):
-        return False
-    return passed("Correct: " + "; ".join(f"p = {p}: {en}" for p, en, _ in summaries) + ".",
-                  "正确：" + "；".join(f"p = {p}：{zh}" for p, _, zh in summaries) + "。")
-
-
-def _unigram_accuracy(train: torch.Tensor, labels: torch.Tensor) -> float:
-    """The check's reference: accuracy on the scored labels of the most frequent ordinary training id (ties: the
-    smallest id, as torch.bincount().argmax())."""
-    counts = torch.bincount(train, minlength=_V).float()
-    counts[list(_SPECIAL)] = -1
-    scored = labels[labels != IGNORE_INDEX]
-    return float((scored == counts.argmax()).float().mean())
-
-
-@never_raises
-def check_unigram_baseline(fn) -> bool:
-    """Exercise 4: ``fn(train_ids, labels, special_ids) -> accuracy`` of always guessing the most frequent
-    ordinary **training** token.
-
-    The fixed case makes the most frequent *label* (8) differ from the most frequent training token (7), so that
-    guessing from the evaluation labels (a peek at the answers) is told apart from the baseline."""
-    train = torch.tensor([0, 0, 0, 0, 2, 7, 7, 7, 8, 8, 9, 3, 3, 3, 3, 3])  # <pad> and <eos> are the most frequent
-    labels = torch.tensor([[7, IGNORE_INDEX, 8, 8, IGNORE_INDEX], [9, 8, IGNORE_INDEX, IGNORE_INDEX, 8]])
-    with watching(fn, [(mlm, "unigram_baseline")]) as calls:
-        ok, got = attempt(fn, train.clone(), labels.clone(), _SPECIAL)
-    if not ok:
-        return False
-    if calls:
-        return fail("You called mlm.unigram_baseline: count the tokens yourself (torch.bincount), leave out the "
-                    "special ids, and score the labels that are not −100.",
-                    "你调用了 mlm.unigram_baseline：请自己数词元（torch.bincount），去掉特殊 ID，"
-                    "再在标签不等于 −100 的位置上计分。")
-    value, problem = as_number(got)
-    if problem:
-        return report(problem, "Return a number", "请返回一个数")
-    want = _unigram_accuracy(train, labels)                       # 1/6: the guess is 7
-    if abs(value - want) < 1e-6:
-        g = fresh_generator()                                  # one drawn case too: no table of the case passes
-        while True:                                            # ... whose answer is not 1/6 (a table's fallback)
-            n, favourite = fresh_int(20, 200, g), fresh_int(5, _V, g)    # a planted favourite: no tie for the top
-            other = 5 + (favourite - 5 + fresh_int(1, _V - 5, g)) % (_V - 5)   # an ordinary id, not the favourite
-            train2 = torch.cat([torch.randint(0, _V, (n,), generator=g), torch.full((n // 5 + 3,), favourite)])
-            labels2 = torch.randint(5, _V, (fresh_int(1, 4, g), 8), generator=g)
-            labels2[:, ::2] = other                            # the most frequent label is not the favourite
-            labels2[torch.rand(labels2.shape, generator=g) < 0.3] = IGNORE_INDEX
-            labels2[0, 1] = favourite
-            if abs(_unigram_accuracy(train2, labels2) - want) > 1e-6:
-                break
-        if not also_right_for(fn, (train2, labels2, _SPECIAL), _unigram_accuracy(train2, labels2), number_problem):
-            return False
-        return passed("Correct: the context-free best guess is the most frequent ordinary token.",
-                      "正确：不看上下文时，最好的猜法就是最常见的普通词元。")
-    scored = labels[labels != IGNORE_INDEX]
-    if abs(value - float((scored == 8).float().mean())) < 1e-6:
-        return fail("You guessed the most frequent *label*: that peeks at the answers. The baseline guesses the most "
-                    "frequent ordinary token of train_ids, without looking at the evaluation labels.",
-                    "你猜的是最常见的*标签*：这等于偷看了答案。基线猜的是 train_ids 里最常见的普通词元，"
-                    "不看评估用的标签。")
-    if abs(value - 0.0) < 1e-6:
-        return fail("0 %: probably you guessed a special token (<pad> or <eos> are the most frequent ids here); "
-                    "a masked position is never special, so skip them.",
-                    "准确率为 0%：你大概猜的是特殊词元（这里最常见的 ID 是 <pad> 和 <eos>）；"
-                    "被遮住的位置永远不会是特殊词元，所以要跳过它们。")
-    if abs(value - float((labels == 7).float().mean())) < 1e-6:
-        return fail("You averaged over every position: only those with label != −100 count.",
-                    "你对所有位置都求了平均：只有标签不等于 −100 的位置才算数。")
-    return fail(f"Expected {want:.4f}, got {value:.4f}: find the most frequent non-special id in train_ids, then the "
-                "fraction of the scored labels equal to it.",
-                f"应为 {want:.4f}，实际是 {value:.4f}：先在 train_ids 里找出最常见的非特殊 ID，"
-                "再算计分位置的标签中有多大比例等于它。")
-
+    one, two = _one_uniform(0.8, 0.1), _two_draws(0.8, 0.1)
+    return passed(f"Correct. At BERT's 0.8 / 0.1, one uniform number gives {_shares_text(one)} and two draws "
+                  f"{_shares_text(two)}; also right at p_mask = {p_mask:.4g}, p_random = {p_random:.4g}.",
+                  f"正确。按 BERT 的 0.8 / 0.1，只抽一个均匀随机数得到 {_shares_text(one)}，抽两次得到 "
+                  f"{_shares_text(two)}；在 p_mask = {p_mask:.4g}、p_random = {p_random:.4g} 时也对。")
 
 # --- exercise 2: whole-word masking -----------------------------------------------------------------------------
 
@@ -375,3 +288,103 @@ def check_accuracy_at(fn, model=None, windows: torch.Tensor | None = None, tok=N
                 f"实际是 {got[0]:.4f} 和 {got[1]:.4f}："
                 "用 mlm.mask_tokens(windows, tok.vocab_size, tok.mask_id, SPECIAL, p=p, generator=generator) 遮盖，"
                 "运行模型，再在标签不等于 −100 的位置上比较 argmax 与标签。")
+
+
+# --- exercise 4: predict, then measure, the context table at K = 4 ----------------------------------------------
+
+
+def _table_problem(value: float, train, inputs, labels, K: int, guesses, truth) -> bool:
+    """The verdict for a wrong accuracy at K: which plausible mistake gives exactly that number."""
+    want = _backoff(guesses, K, truth)
+    head_en, head_zh = f"K = {K}: you measured {value:.4f}", f"K = {K}：你测得 {value:.4f}"
+    for k in range(K):
+        if abs(value - _backoff(guesses, k, truth)) < 1e-6:
+            if k == 0 and abs(value - _backoff(guesses, K, truth, upwards=True)) < 1e-6:
+                return fail(f"{head_en}, the unigram guess: the back-off ran upwards, and k = 0 (which always "
+                            "answers) came first. Go from K down to 0: range(K, -1, -1).",
+                            f"{head_zh}，也就是一元基线的猜法：你的回退是从小往大走的，k = 0（它总能给出答案）"
+                            "排在了最前面。应该从 K 往下退到 0：range(K, -1, -1)。")
+            return fail(f"{head_en}, the accuracy of the {k} + {k} table, not of {K} + {K}: start the back-off at K "
+                        f"(range(K, -1, -1)) and build the table for k = K too (the lesson's tables stop at 3).",
+                        f"{head_zh}，这是 {k} + {k} 计数表的准确率，不是 {K} + {K} 的：回退要从 K 开始"
+                        f"（range(K, -1, -1)），k = K 的计数表也要建（本课的 tables 只到 3）。")
+    if abs(value - float((guesses[K] == truth).float().mean())) < 1e-6:
+        return fail(f"{head_en}: only the positions whose {K} + {K} context occurred in the training text got a guess. "
+                    "The others must back off to K − 1, ..., 0, as in the lesson's loop.",
+                    f"{head_zh}：只有 {K} + {K} 上下文在训练文本里出现过的位置才得到了猜测。"
+                    "其余位置必须像本课的循环那样退到 K − 1、……、0。")
+    original = torch.where(labels != IGNORE_INDEX, labels, inputs)
+    if abs(value - _backoff(_level_guesses(train, original, labels, K)[0], K, truth)) < 1e-6:
+        return fail(f"{head_en}: you read the neighbours from the original text. A neighbour that is itself hidden "
+                    "behind <mask> must stay hidden (read them from inputs, as the model does).",
+                    f"{head_zh}：你是从原始文本里读邻居的。本身也被换成 <mask> 的邻居必须保持遮住（要像模型一样从 "
+                    "inputs 里读）。")
+    return fail(f"{head_en}; expected {want:.4f} (the {K} + {K} table with back-off, on the positions whose label "
+                "is not −100, neighbours read from inputs).",
+                f"{head_zh}；应为 {want:.4f}（带回退的 {K} + {K} 计数表，在标签不等于 −100 的位置上，"
+                "邻居从 inputs 里读）。")
+
+
+@never_raises
+def check_table_accuracy(fn, train_ids: torch.Tensor | None = None, inputs: torch.Tensor | None = None,
+                         labels: torch.Tensor | None = None) -> bool:
+    """Exercise 4: ``fn(K, train_ids, inputs, labels) -> accuracy`` of the K + K context table with back-off (K,
+    K − 1, ..., 0) trained on ``train_ids``, scored where ``labels != −100``, neighbours read from ``inputs`` (each
+    row its own window).
+
+    Judged at K = 4 on the notebook's data (without them: a drawn case of the bundled prose) against the check's own
+    computation (:func:`_level_guesses`), then on a slice of the training text and a subset of the windows drawn
+    afresh on every run, at a drawn K in 1..3: an answer that reads the notebook's tables or dev_in instead of its
+    arguments is told so. On success it prints the measurement the prediction was about: 4 + 4 against 3 + 3, and
+    how many positions found their whole context."""
+    K = 4
+    g = fresh_generator()
+    if train_ids is None or inputs is None or labels is None:
+        train_ids, inputs, labels = _prose_case(g)
+    ok, got = attempt(fn, K, train_ids, inputs, labels)
+    if not ok:
+        return False
+    value, problem = as_number(got)
+    if problem:
+        return report(problem, "Return the accuracy (a number)", "请返回准确率（一个数）")
+    guesses, truth = _level_guesses(train_ids, inputs, labels, K)
+    if abs(value - _backoff(guesses, K, truth)) > 1e-6:
+        return _table_problem(value, train_ids, inputs, labels, K, guesses, truth)
+    rows = torch.randperm(inputs.size(0), generator=g)[:max(1, inputs.size(0) // 2)]
+    if not bool((labels[rows] != IGNORE_INDEX).any()):
+        rows = torch.arange(inputs.size(0))
+    length = fresh_int(len(train_ids) // 4, len(train_ids) // 2 + 1, g)
+    start = fresh_int(0, len(train_ids) - length + 1, g)
+    k2 = fresh_int(1, K, g)
+    args = (k2, train_ids[start:start + length].clone(), inputs[rows].clone(), labels[rows].clone())
+    guesses2, truth2 = _level_guesses(*args[1:], k2)
+    want2 = _backoff(guesses2, k2, truth2)
+    ok, got2 = attempt(fn, *args)
+    if not ok:
+        return False
+    value2, problem = as_number(got2)
+    if problem:
+        return report(problem, "Return the accuracy (a number)", "请返回准确率（一个数）")
+    if abs(value2 - want2) > 1e-6:
+        if abs(value2 - value) < 1e-9:
+            return fail(f"Right at K = 4 on the notebook's data, but the same {value:.4f} again for K = {k2} on "
+                        f"{length:,} other training characters and {len(rows)} of the windows: use the arguments "
+                        "(K, train_ids, inputs, labels), not the notebook's tables, dev_in, rows or cols.",
+                        f"在笔记本的数据上 K = 4 是对的，但换成 K = {k2}、另取 {length:,} 个训练字符和其中 {len(rows)} "
+                        f"个窗口后，结果仍是 {value:.4f}：请用参数（K、train_ids、inputs、labels）来算，"
+                        "不要用笔记本里的 tables、dev_in、rows 或 cols。")
+        return fail(f"Right at K = 4 on the notebook's data, but for K = {k2} on {length:,} other training characters "
+                    f"and {len(rows)} of the windows you measured {value2:.4f}, expected {want2:.4f}: use the "
+                    "arguments (K, train_ids, inputs, labels) everywhere, not the notebook's tables, dev_in, rows or "
+                    "cols.",
+                    f"在笔记本的数据上 K = 4 是对的，但换成 K = {k2}、另取 {length:,} 个训练字符和其中 {len(rows)} "
+                    f"个窗口后，你测得 {value2:.4f}，应为 {want2:.4f}：请处处使用参数（K、train_ids、inputs、labels），"
+                    "不要用笔记本里的 tables、dev_in、rows 或 cols。")
+    three = _backoff(guesses, 3, truth)
+    whole = [float((guesses[k] >= 0).float().mean()) for k in (3, 4)]
+    return passed(f"Correct: 4 + 4 fills {value:.1%} of the {len(truth):,} blanks, 3 + 3 {three:.1%}. Why so close? "
+                  f"Only {whole[1]:.1%} of them find their 8 neighbours in the training text (6 neighbours: "
+                  f"{whole[0]:.1%}); the rest back off to a shorter context.",
+                  f"正确：4 + 4 填对了 {len(truth):,} 个空中的 {value:.1%}，3 + 3 填对了 {three:.1%}。为什么这么接近？"
+                  f"只有 {whole[1]:.1%} 的位置能在训练文本里找到它的 8 个邻居（6 个邻居：{whole[0]:.1%}）；"
+                  "其余的都退回了更短的上下文。")
