@@ -22,10 +22,9 @@ def _check_ids(ids: torch.Tensor, name: str, layout: str) -> None:
         raise TypeError(f"{name} must hold integer token ids (torch.long), got {ids.dtype}: use {name}.long()")
 
 
-def stream_tokens(
-    model, ids: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0, top_k: int | None = None,
-    top_p: float | None = None, use_cache: bool = True, generator: torch.Generator | None = None,
-) -> Iterator[torch.Tensor]:
+def stream_tokens(model, ids: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0, top_k: int | None = None,
+                  top_p: float | None = None, use_cache: bool = True,
+                  generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
     """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen. Once the
     context window is full it slides: the cropped window is recomputed from position 0 with a fresh cache."""
     if hasattr(model, "encode") or not _takes_cache(model):
@@ -90,9 +89,8 @@ def _check_seq2seq(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, e
     return n
 
 
-def greedy_decode(
-    model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, use_cache: bool = True
-) -> torch.Tensor:
+def greedy_decode(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int,
+                  use_cache: bool = True) -> torch.Tensor:
     """Greedy decoding with a seq2seq ``Transformer``: src ``(B, S)`` -> generated ids ``(B, L)``, L <=
     ``max_new_tokens`` (no <bos>; after a row's <eos> the row is filled with the model's ``pad_id``)."""
     max_len = _check_seq2seq(model, src, max_new_tokens, bos_id, eos_id, use_cache)
@@ -159,10 +157,8 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
     return max(finished, key=lambda f: f[0])[1]
 
 
-def beam_search(
-    model, src: torch.Tensor, *, beam_size: int = 4, max_new_tokens: int = 50, bos_id: int, eos_id: int,
-    length_penalty_alpha: float = 0.6, use_cache: bool = True,
-) -> torch.Tensor:
+def beam_search(model, src: torch.Tensor, *, beam_size: int = 4, max_new_tokens: int = 50, bos_id: int, eos_id: int,
+                length_penalty_alpha: float = 0.6, use_cache: bool = True) -> torch.Tensor:
     """Beam search with a seq2seq ``Transformer``; src ``(B, S)`` -> best hypothesis per row ``(B, L)`` (no <bos>,
     ending in <eos> when one was produced, padded with ``pad_id``). ``beam_size=1`` equals ``greedy_decode``."""
     max_len = _check_seq2seq(model, src, max_new_tokens, bos_id, eos_id, use_cache)

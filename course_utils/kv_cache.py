@@ -66,9 +66,8 @@ class KVCache:
         self._self[module] = (k, v)
         return k, v
 
-    def cross(
-        self, module: nn.Module, memory: torch.Tensor, project: Callable[[], tuple[torch.Tensor, torch.Tensor]]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def cross(self, module: nn.Module, memory: torch.Tensor,
+              project: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Cross-attention: ``project()`` the memory's K, V on first use, then reuse them for the same memory: the
         same storage, shape (batch aside, so beam search may expand it) and version (an in-place edit bumps it)."""
         entry = self._cross.get(module)

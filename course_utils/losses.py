@@ -53,9 +53,8 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
                          "vocab size match the model's output size, and pad with ignore_index")
 
 
-def cross_entropy(
-    logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
-) -> Tensor:
+def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0,
+                  reduction: str = "mean") -> Tensor:
     """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)`` (lesson 08), for
     ``logits (N, V)`` / ``targets (N,)`` or ``logits (B, T, V)`` / ``targets (B, T)``: classes **last**, unlike
     ``F.cross_entropy``'s ``(B, V, T)``. ``ignore_index`` positions give 0 and are not counted; ``reduction``

@@ -23,10 +23,8 @@ def _check_id(value, name: str, vocab_size: int) -> int:
     return int(value)
 
 
-def mask_tokens(
-    ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
+                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(inputs, labels)`` shaped like ``ids``: ``labels[i] = ids[i]`` where ``i`` was selected, else -100.
     ``special_ids`` (with ``mask_id`` and the padding id) are never selected nor drawn; ``generator`` fixes masks."""
     if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:

