@@ -1,6 +1,5 @@
-"""The guard rails of ``MultiHeadAttention`` (lesson 04), kept beside ``validation`` so that the class shows only the
-maths: refusals of PyTorch habits (a 4th positional mask, ``key_padding_mask=``), the result tensor that refuses to
-unpack as ``nn.MultiheadAttention``'s ``(out, weights)`` pair, the input checks and the merge of the two masks."""
+"""The guard rails of ``MultiHeadAttention`` (lesson 04): refusing PyTorch habits (a 4th positional mask,
+``key_padding_mask=``), a result that will not unpack as ``(out, weights)``, input checks, the merge of the masks."""
 
 from __future__ import annotations
 

@@ -20,12 +20,11 @@ def check_pad_id(pad_id, vocab_size: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class LayerConfig:
-    """``dropout``: residual (and embedding) dropout; ``attn_dropout`` / ``ffn_dropout`` default to it.
-    ``activation``: ``"relu"`` (the paper), ``"gelu"`` (BERT) or ``"gelu_tanh"`` (GPT-2); ``norm_first``: pre-norm
-    x + F(LN(x)) instead of post-norm LN(x + F(x)); ``eps`` and ``norm`` (``"layer"``/``"rms"``) of every norm;
-    ``bias``: of every linear map and β; ``positions``: ``"sinusoidal"``/``"learned"`` tables added to the input, or
-    ``"rope"`` rotating q and k in self-attention (base ``rope_base``); ``ffn``: ``"mlp"`` (two maps, ``activation``)
-    or ``"swiglu"`` (W2(silu(W1 x) ⊙ W3 x), Llama); ``n_kv_heads``: heads of K and V (fewer: grouped-query)."""
+    """``dropout``: residual and embedding dropout; ``attn_dropout``/``ffn_dropout`` default to it. ``activation``:
+    ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``; ``norm_first``: pre-norm x + F(LN(x)), else post-norm LN(x + F(x));
+    ``eps``, ``norm`` (``"layer"``/``"rms"``): every norm's; ``bias``: of every linear map and β; ``positions``:
+    ``"sinusoidal"``/``"learned"`` tables or ``"rope"`` (rotates q, k; base ``rope_base``); ``ffn``: ``"mlp"`` or
+    ``"swiglu"`` (W2(silu(W1 x) ⊙ W3 x)); ``n_kv_heads``: K/V heads (fewer: grouped-query)."""
 
     dropout: float = 0.0
     attn_dropout: float | None = None

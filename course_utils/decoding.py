@@ -1,7 +1,6 @@
-"""Turning a trained model into sequences (lessons 10, 11): ``greedy_decode`` (y_t = argmax_y P(y | y_<t, X)),
-``beam_search`` (the ``beam_size`` best hypotheses by Σ log P, finished ones ranked by score / lp(L), GNMT's
-lp(L) = ((5 + L) / 6)^α), ``generate`` / ``stream_tokens`` (sampling a ``GPT``). All run under ``modes.evaluating``
-and feed only the newest token per step with a ``KVCache`` (``use_cache=False``: the same numbers, slower)."""
+"""Decoding (lessons 10, 11): ``greedy_decode`` (y_t = argmax_y P(y | y_<t, X)), ``beam_search`` (``beam_size`` best by
+Σ log P, finished ranked by score / lp(L) = ((5 + L) / 6)^α), ``generate`` / ``stream_tokens`` (``GPT`` sampling); all
+under ``modes.evaluating``, one token per step via a ``KVCache`` (``use_cache=False``: slower, same numbers)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The key/value cache of incremental decoding (lessons 10, 11, 14): past keys and values do not change, so a decoder
-feeds only the new token. Self-attention **appends** its K and V; cross-attention projects the encoder memory once.
-``offset`` counts the positions processed. One cache serves one model and one batch: ``reset()`` starts over."""
+"""The key/value cache of incremental decoding (lessons 10, 11, 14): self-attention **appends** the new token's K and V,
+cross-attention projects the encoder memory once; ``offset`` counts positions. One cache, one model and batch."""
 
 from __future__ import annotations
 

@@ -55,10 +55,9 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
 
 def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0,
                   reduction: str = "mean") -> Tensor:
-    """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)`` (lesson 08), for
-    ``logits (N, V)`` / ``targets (N,)`` or ``logits (B, T, V)`` / ``targets (B, T)``: classes **last**, unlike
-    ``F.cross_entropy``'s ``(B, V, T)``. ``ignore_index`` positions give 0 and are not counted; ``reduction``
-    ``"mean"`` (all ignored: ``0.0``, not torch's ``nan``), ``"sum"`` or ``"none"``. fp16/bf16 logits: float32."""
+    """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)``: ``logits (N, V)`` /
+    ``targets (N,)`` or ``(B, T, V)`` / ``(B, T)``, classes **last** (unlike ``F.cross_entropy``). ``ignore_index``: 0,
+    uncounted; ``reduction`` ``"mean"`` (all ignored: ``0.0``), ``"sum"``, ``"none"``; fp16/bf16: fp32."""
     _check_targets(logits, targets, ignore_index)
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction={reduction!r} is not supported: use 'mean', 'sum' or 'none'")
@@ -101,9 +100,8 @@ def perplexity(mean_nll: float | Tensor) -> float | Tensor:
 
 
 def sequence_nll(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
-    """Negative log-likelihood of each whole sequence, ``-sum_i log P(y_i | y_<i, X)``, ``(B,)`` (lesson 08):
-    ``logits[:, i]`` of ``logits (B, T, V)`` predicts ``targets[:, i]``; ``ignore_index`` positions (padding) are
-    skipped, so sequences of different lengths share a batch. ``exp(-sequence_nll)`` is the sequence's probability."""
+    """``-sum_i log P(y_i | y_<i, X)`` per sequence, ``(B,)`` (lesson 08): ``logits[:, i]`` of ``(B, T, V)`` predicts
+    ``targets[:, i]``; ``ignore_index`` (padding) is skipped, so lengths may differ; ``exp(-nll)``: its probability."""
     check_rank(check_float(logits, "logits"), "logits", (3,), "(B, T, V)")
     per_token = cross_entropy(logits, targets, ignore_index=ignore_index, reduction="none")  # (B, T)
     return per_token.sum(dim=-1)  # (B,)

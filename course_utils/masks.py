@@ -1,7 +1,6 @@
-"""Attention masks (lesson 05). A bool mask is ``True`` where a query *may attend* to a key (as in
-``F.scaled_dot_product_attention``) and broadcasts *to* the scores ``(B, h, T_q, T_k)``; an *additive* float mask M
-enters softmax(QKᵀ/√d_k + M): 0 keeps a key, −inf hides it. ``nn.MultiheadAttention``'s bool masks mean the opposite
-(True = *ignore*): ``to_torch_*`` / ``from_torch_*`` convert. A query with *all* keys masked gets zero weights."""
+"""Attention masks (lesson 05): bool ``True`` = a query *may attend* a key (as in ``F.scaled_dot_product_attention``),
+broadcast to the scores ``(B, h, T_q, T_k)``; an *additive* float mask M enters softmax(QKᵀ/√d_k + M) (0 keeps, −inf
+hides). ``nn.MultiheadAttention``'s True = *ignore* (``to_torch_*`` / ``from_torch_*``). No key left: zero weights."""
 
 from __future__ import annotations
 
@@ -49,9 +48,8 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask", device=None) -> torch.Tensor:
-    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``; refused
-    with the fix: integer masks, a rank-3 mask for 4-D scores, a float mask of only 0 and 1 (a keep-mask read as "add
-    1"), NaN or +inf in an additive mask, another ``device``. Value checks follow ``validation.reads_values``."""
+    """Check that ``mask`` is bool (True = attend) or additive float, broadcast *to* ``scores_shape``; refuses int, rank
+    3 for 4-D scores, a float 0/1 mask, NaN/+inf, another ``device`` (values: ``validation.reads_values``)."""
     check_tensor(mask, name)
     scores_shape = tuple(scores_shape)
     four_d = len(scores_shape) == 4

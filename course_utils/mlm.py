@@ -1,6 +1,5 @@
-"""BERT's masked-language-modelling recipe (Devlin et al., 2019; lesson 12): select each non-special position with
-probability ``p`` (15 %), replace 80 % of the selected by ``<mask>``, 10 % by a random token, keep 10 % (``<mask>``
-never occurs later); labels are -100 elsewhere, so ``ignore_index=-100`` scores only the selected."""
+"""BERT's masked-LM recipe (Devlin et al., 2019; lesson 12): select each non-special position with probability ``p``
+(0.15); 80 % of those become ``<mask>``, 10 % a random token, 10 % stay; labels -100 elsewhere."""
 
 from __future__ import annotations
 
