@@ -24,9 +24,8 @@ __all__ = ["defer_interrupts", "write_atomic", "remove_stale_temps", "fsync_dire
 
 @contextlib.contextmanager
 def defer_interrupts() -> Iterator[None]:
-    """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it: torch's zip writer
-    turns a ``KeyboardInterrupt`` into ``RuntimeError: [enforce fail at inline_container.cc]`` and a half-written
-    file is useless. A nested use hands a held interrupt to the outer one; outside the main thread it does nothing."""
+    """Hold Ctrl+C (SIGINT, Jupyter's stop button) until the block ends, then deliver it (torch's zip writer would leave
+    a half-written file). Nested: the outer one gets a held interrupt; outside the main thread: no effect."""
     received: list[int] = []
     try:
         previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))

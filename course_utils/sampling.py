@@ -1,6 +1,5 @@
-"""The distribution a language model samples its next token from (lesson 11): ``p = softmax(filter(logits / τ))``,
-τ = 0 greedy; top-k keeps the k largest logits, then top-p (nucleus, Holtzman et al., 2020) the fewest most probable
-tokens whose probabilities add up to at least p (``None``, 0 / 1.0: off). Probabilities are float32."""
+"""The next-token distribution of sampling (lesson 11): ``p = softmax(filter(logits / τ))``, τ = 0 greedy; top-k keeps
+the k largest logits, then top-p the fewest top tokens of probability sum ≥ p (``None``, 0 / 1.0: off); float32."""
 
 from __future__ import annotations
 

