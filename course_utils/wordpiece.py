@@ -1,6 +1,6 @@
-"""BERT's WordPiece tokenizer from scratch (lesson 13), as the Rust ``tokenizers``: 1. basic tokenization (clean,
-isolate CJK ideographs, strip accents, lowercase, split on whitespace and punctuation), 2. greedy longest-match-first
-pieces per word (``unaffable`` -> ``una ##ffa ##ble``; none: ``[UNK]``)."""
+"""BERT's WordPiece tokenizer from scratch (lesson 13): 1. basic tokenization (clean, isolate CJK ideographs, strip
+accents, lowercase, split on whitespace and punctuation), 2. greedy longest-match-first pieces per word (``unaffable``
+-> ``una ##ffa ##ble``; no match -> ``[UNK]``), as the Rust ``tokenizers`` library (tests/test_pretrained.py)."""
 
 from __future__ import annotations
 
