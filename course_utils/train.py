@@ -105,7 +105,16 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             if optimizer is None:
                 optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
             scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
-            scheduler = _make_scheduler(schedule, optimizer, 0 if run.resuming else start)
+            scheduler, lr_scheduler = schedule, torch.optim.lr_scheduler  # a multiplier: LambdaLR, fast-forwarded
+            if isinstance(schedule, lr_scheduler.LRScheduler) and schedule.optimizer is not optimizer:
+                raise ValueError("the scheduler passed as schedule= is bound to another optimizer: build it on "
+                                 "fit's optimizer, or pass a multiplier such as cosine_schedule(steps, warmup)")
+            if schedule is not None and not isinstance(schedule, lr_scheduler.LRScheduler):
+                if not callable(schedule):
+                    raise TypeError(f"schedule must be a multiplier function or an LR scheduler, got {type(schedule)}")
+                for group in optimizer.param_groups:
+                    group.setdefault("initial_lr", group["lr"])  # LambdaLR(last_epoch >= 0) starts from initial_lr
+                scheduler = lr_scheduler.LambdaLR(optimizer, schedule, last_epoch=(0 if run.resuming else start) - 1)
             start = step = run.restore(model, optimizer, scheduler, scaler, history, start, steps)
             t0 = time.perf_counter() - (history.elapsed[-1] if history.elapsed else 0.0)
             bar = tqdm(total=steps, initial=start, disable=not progress, desc="train")
@@ -163,20 +172,4 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             bar.close()
         model.train(was_training)
     return history
-
-
-def _make_scheduler(schedule: Any, optimizer: torch.optim.Optimizer, start: int) -> Any:
-    """Wrap a multiplier in ``LambdaLR``, fast-forwarded to ``start`` updates (a continued history)."""
-    if schedule is None:
-        return None
-    if isinstance(schedule, torch.optim.lr_scheduler.LRScheduler):
-        if schedule.optimizer is not optimizer:
-            raise ValueError("the scheduler passed as schedule= is bound to another optimizer: build it on "
-                             "fit's optimizer, or pass a multiplier such as cosine_schedule(steps, warmup)")
-        return schedule
-    if not callable(schedule):
-        raise TypeError(f"schedule must be a multiplier function or an LR scheduler, got {type(schedule)}")
-    for group in optimizer.param_groups:
-        group.setdefault("initial_lr", group["lr"])  # LambdaLR(last_epoch >= 0) starts from initial_lr
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, schedule, last_epoch=start - 1)
 
