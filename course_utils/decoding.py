@@ -26,7 +26,11 @@ def stream_tokens(model, ids: torch.Tensor, max_new_tokens: int, *, temperature:
                   generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
     """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen. Once the
     context window is full it slides: the cropped window is recomputed from position 0 with a fresh cache."""
-    if hasattr(model, "encode") or not _takes_cache(model):
+    try:  # can model(ids, cache=...) be called? (A wrapper's **kwargs is given the benefit of the doubt.)
+        params = inspect.signature(getattr(model, "forward", model)).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: let the call itself decide
+        params = [inspect.Parameter("cache", inspect.Parameter.KEYWORD_ONLY)]
+    if hasattr(model, "encode") or not any(p.name == "cache" or p.kind is p.VAR_KEYWORD for p in params):
         raise TypeError(f"generate continues a decoder-only LM such as GPT, got {type(model).__name__}: for an "
                         "encoder-decoder Transformer use greedy_decode or beam_search")
     _check_ids(ids, "ids", "(B, T) token ids")
@@ -56,15 +60,6 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, **sampling) -> torch
     """``ids (B, T)`` followed by ``max_new_tokens`` sampled tokens, ``(B, T + new)``; keywords as ``stream_tokens``
     (temperature, top_k, top_p, use_cache, generator)."""
     return torch.cat([ids, *stream_tokens(model, ids, max_new_tokens, **sampling)], dim=1)
-
-
-def _takes_cache(model) -> bool:
-    """Can ``model(ids, cache=...)`` be called? (A wrapper's ``**kwargs`` is given the benefit of the doubt.)"""
-    try:
-        params = inspect.signature(getattr(model, "forward", model)).parameters.values()
-    except (TypeError, ValueError):  # no signature to read: let the call itself decide
-        return True
-    return any(p.name == "cache" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _check_seq2seq(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, use_cache: bool) -> int:
