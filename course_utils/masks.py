@@ -68,7 +68,11 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
         raise ValueError(f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} "
                          f"(each mask dimension must equal the scores' or be 1): {hint}")
     if four_d and mask.dim() == 2 and tuple(mask.shape) == (scores_shape[0], scores_shape[3]) == scores_shape[2:]:
-        _refuse_ambiguous(mask, name)
+        # a bool mask shaped both (T_q, T_k) and (B, T_k) (B = T_q) runs only if all True or causal, else is refused
+        if mask.dtype == torch.bool and reads_values(mask) and not (
+                bool(mask.all()) or torch.equal(mask, causal_mask(*mask.shape, device=mask.device))):
+            raise ValueError(f"{name} of shape {tuple(mask.shape)} is ambiguous (B = T_q = {mask.shape[0]}): a (B, T_k)"
+                             f" padding mask goes in key_keep_mask=; a (T_q, T_k) mask, pass it as {name}[None, None]")
     if mask.is_floating_point() and mask.numel() and reads_values(mask):
         if bool(torch.isnan(mask).any()) or bool((mask == float("inf")).any()):
             raise ValueError(f"additive {name} holds NaN or +inf, which turns the softmax into NaN: add 0 to keep a "
@@ -79,17 +83,6 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
     if device is not None:
         check_same_device(mask, name, device, "the attention inputs")
     return mask
-
-
-def _refuse_ambiguous(mask: torch.Tensor, name: str) -> None:
-    """A bool mask shaped both (T_q, T_k) and (B, T_k) (B = T_q) runs only if all True or causal, else is refused."""
-    if mask.dtype != torch.bool or not reads_values(mask):
-        return
-    t_q, t_k = mask.shape
-    if bool(mask.all()) or torch.equal(mask, causal_mask(t_q, t_k, device=mask.device)):
-        return
-    raise ValueError(f"{name} of shape {tuple(mask.shape)} is ambiguous (B = T_q = {t_q}): a (B, T_k) padding mask "
-                     f"goes in key_keep_mask=; a (T_q, T_k) mask, pass it as {name}[None, None]")
 
 
 def check_self_mask(mask: torch.Tensor, t: int) -> torch.Tensor:
