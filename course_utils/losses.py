@@ -22,7 +22,11 @@ def log_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     return shifted - torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True))
 
 
-def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
+def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0,
+                  reduction: str = "mean") -> Tensor:
+    """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)``: ``logits (N, V)`` /
+    ``targets (N,)`` or ``(B, T, V)`` / ``(B, T)``, classes **last** (unlike ``F.cross_entropy``). ``ignore_index``: 0,
+    uncounted; ``reduction`` ``"mean"`` (all ignored: ``0.0``), ``"sum"``, ``"none"``; fp16/bf16: fp32."""
     check_float(logits, "logits")
     if check_tensor(targets, "targets").is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
         raise TypeError(f"targets must hold integer class ids (torch.long), got {targets.dtype}: use targets.long() "
@@ -44,21 +48,12 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
         elif logits.dim() == 3 and targets.dim() == 2 and abs(targets.shape[1] - logits.shape[1]) == 1:
             hint = "for next-token prediction pair logits[:, :-1] with targets ids[:, 1:] (both length T-1)"
         raise ValueError(f"logits shape {tuple(logits.shape)} does not match targets {tuple(targets.shape)}: {hint}")
-    if not reads_values(targets):  # no host sync per call on a GPU (validation.strict_checks turns it on)
-        return
-    bad = (targets != ignore_index) & ((targets < 0) | (targets >= vocab))
-    if bool(bad.any()):
-        raise ValueError(f"target id {int(targets[bad][0])} is outside the vocabulary of size V={vocab} (ids "
-                         f"0..{vocab - 1}, or ignore_index={ignore_index} to skip a position): make the tokenizer's "
-                         "vocab size match the model's output size, and pad with ignore_index")
-
-
-def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0,
-                  reduction: str = "mean") -> Tensor:
-    """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)``: ``logits (N, V)`` /
-    ``targets (N,)`` or ``(B, T, V)`` / ``(B, T)``, classes **last** (unlike ``F.cross_entropy``). ``ignore_index``: 0,
-    uncounted; ``reduction`` ``"mean"`` (all ignored: ``0.0``), ``"sum"``, ``"none"``; fp16/bf16: fp32."""
-    _check_targets(logits, targets, ignore_index)
+    if reads_values(targets):  # no host sync per call on a GPU (validation.strict_checks turns it on)
+        bad = (targets != ignore_index) & ((targets < 0) | (targets >= vocab))
+        if bool(bad.any()):
+            raise ValueError(f"target id {int(targets[bad][0])} is outside the vocabulary of size V={vocab} (ids "
+                             f"0..{vocab - 1}, or ignore_index={ignore_index} to skip a position): make the "
+                             "tokenizer's vocab size match the model's output size, and pad with ignore_index")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction={reduction!r} is not supported: use 'mean', 'sum' or 'none'")
     if not 0.0 <= check_number(label_smoothing, "label_smoothing") <= 1.0:
