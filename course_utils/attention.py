@@ -81,10 +81,9 @@ def _fast(q, k, v, mask, is_causal: bool, dropout_p: float, scale: float) -> tor
     return torch.cat(blocks, dim=-2) if len(blocks) > 1 else blocks[0]
 
 
-def attention_with_weights(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *, dropout_p: float = 0.0,
-    need_weights: bool = True, scale: float | None = None, is_causal: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+def attention_with_weights(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *,
+                           dropout_p: float = 0.0, need_weights: bool = True, scale: float | None = None,
+                           is_causal: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """softmax(q kᵀ · scale + M) v, scale = 1/√d_k by default: q ``(…, T_q, d_k)``, k ``(…, T_k, d_k)``, v ``(…, T_k,
     d_v)`` -> ``(out (…, T_q, d_v), weights (…, T_q, T_k) or None with need_weights=False)``; a row with every key
     masked gives zeros, not NaN. fp16/bf16 inputs are computed in float32."""

@@ -1,6 +1,5 @@
-"""The guard rails of ``MultiHeadAttention`` (lesson 04), kept beside ``validation`` so that the class shows only the
-maths: refusals of PyTorch habits (a 4th positional mask, ``key_padding_mask=``), the result tensor that refuses to
-unpack as ``nn.MultiheadAttention``'s ``(out, weights)`` pair, the input checks and the merge of the two masks."""
+"""The guard rails of ``MultiHeadAttention`` (lesson 04): refusing PyTorch habits (a 4th positional mask,
+``key_padding_mask=``), a result that will not unpack as ``(out, weights)``, input checks, the merge of the masks."""
 
 from __future__ import annotations
 
@@ -47,7 +46,8 @@ def refuse_torch_style(positional: tuple, torch_style: dict) -> None:
                         "which it does not take (keywords: mask, key_keep_mask, is_causal, cache, need_weights)"))
 
 
-def _check_inputs(mha, query, key, value) -> None:
+def checked_mask(mha, query, key, value, mask, key_keep_mask, cache, need_weights) -> torch.Tensor | None:
+    """Check one call of ``mha`` and return its one mask (True = attend): ``mask`` AND ``key_keep_mask``."""
     if key is None and value is not None:
         raise ValueError("value without key: pass key=value=memory (cross-attention) or neither (self-attention)")
     w = mha.out_proj.weight
@@ -62,11 +62,6 @@ def _check_inputs(mha, query, key, value) -> None:
     if value is not None and value.shape[1] != key.shape[1]:
         raise ValueError(f"key and value must have the same length T_k (one value per key), got {tuple(key.shape)} "
                          f"and {tuple(value.shape)}")
-
-
-def checked_mask(mha, query, key, value, mask, key_keep_mask, cache, need_weights) -> torch.Tensor | None:
-    """Check one call of ``mha`` and return its one mask (True = attend): ``mask`` AND ``key_keep_mask``."""
-    _check_inputs(mha, query, key, value)
     check_bool(need_weights, "need_weights")
     t_k = (query if key is None else key).shape[1]
     if key_keep_mask is not None:

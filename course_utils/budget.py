@@ -1,5 +1,4 @@
-"""Scale a lesson's model size and step count with the hardware: a smaller model for fewer steps on a CPU, never
-skipped work. ``COURSE_BUDGET=small|full`` overrides the choice."""
+"""Scale a lesson's model size and steps with the hardware, never skip work; ``COURSE_BUDGET=small|full`` overrides."""
 
 from __future__ import annotations
 

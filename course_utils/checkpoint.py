@@ -1,6 +1,5 @@
-"""Safe, atomic, resumable checkpoints (lesson 09, ``fit``): one ``torch.save`` dict of tensors and plain values
-(step, state dicts and their types, history, RNG states, extra), read back only with ``weights_only=True``; the file
-layer (atomic writes, Ctrl+C held, CRC-32 checks, stale temp files) is ``safe_files``."""
+"""Safe, atomic, resumable checkpoints (lesson 09, ``fit``): one ``torch.save`` dict of tensors and plain values (step,
+state dicts and types, history, RNG states, extra), read with ``weights_only=True``; files: ``safe_files``."""
 
 from __future__ import annotations
 
@@ -76,22 +75,11 @@ def _check_parts(model: Any, optimizer: Any, scheduler: Any) -> None:
                         f"{type(scheduler).__name__}: pass the scheduler, or leave it out")
 
 
-def _check_map_location(map_location: Any) -> None:
-    """A device that this machine lacks is a wrong argument, not a damaged file (torch reports both alike)."""
-    if isinstance(map_location, (str, torch.device)):
-        kind = torch.device(map_location).type
-        if kind == "meta" or (kind == "cuda" and not torch.cuda.is_available()) or (
-                kind == "mps" and not torch.backends.mps.is_available()):
-            raise ValueError(f"map_location={str(map_location)!r}: {kind} is not available here to hold the weights: "
-                             "use map_location=None (the CPU) and move the model with model.to(device) afterwards")
-
-
 def save_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     scheduler: Any = None, step: int = 0, history: Any = None,
                     extra: dict[str, Any] | None = None) -> Path:
-    """Atomically write a checkpoint (with the RNG states) after ``step`` completed updates; return the path.
-    ``history``: a ``History``, a dict or ``None``; anything the safe loader could not read back (a datetime, a numpy
-    array, an object, also in a state dict) is refused with a ``TypeError``; numpy scalars become Python numbers."""
+    """Atomically write a checkpoint (with RNG states) after ``step`` updates; return the path. ``history``: a
+    ``History``, dict or ``None``; what the safe loader cannot read is a ``TypeError``; numpy scalars become numbers."""
     _check_parts(model, optimizer, scheduler)
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be a non-negative int (the number of completed updates), got {step!r}")
@@ -139,9 +127,27 @@ def _read(path: Path, map_location: Any) -> dict[str, Any]:
     return ckpt
 
 
-def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: Any) -> None:
-    """Refuse to resume with another kind of optimizer or schedule: SGD's state in an AdamW (or the reverse)
-    loads without error in torch, then fails at the first step or silently replaces the learning rate."""
+def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    scheduler: Any = None, map_location: Any = None, *, restore_rng: bool = False) -> dict[str, Any]:
+    """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler``, which must be of the saved run's kinds);
+    return the whole dict. ``map_location=None``: tensors onto the CPU; ``restore_rng``: the global RNG states too."""
+    path = check_file_path(path, "checkpoint path")
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}: check the path, or train with fit(checkpoint_path=...)")
+    _check_parts(model, optimizer, scheduler)
+    if isinstance(map_location, (str, torch.device)):  # a device this machine lacks: not a damaged file
+        kind = torch.device(map_location).type
+        if kind == "meta" or (kind == "cuda" and not torch.cuda.is_available()) or (
+                kind == "mps" and not torch.backends.mps.is_available()):
+            raise ValueError(f"map_location={str(map_location)!r}: {kind} is not available here to hold the weights: "
+                             "use map_location=None (the CPU) and move the model with model.to(device) afterwards")
+    target = _unwrap(model)
+    if any(t.is_meta for t in (*target.parameters(), *target.buffers())):
+        raise ValueError("the model is on the meta device (shapes without storage), where loading weights does "
+                         "nothing: build it on a real device, or call model.to_empty(device='cpu') first")
+    remove_stale_temps(path)
+    ckpt = _read(path, "cpu" if map_location is None else map_location)
+    # Another kind of optimizer or schedule loads without error in torch, then fails or silently changes the lr
     if optimizer is not None:
         if ckpt.get("optimizer") is None:
             raise CheckpointError(f"{path} was saved without an optimizer state: load only the weights with "
@@ -162,24 +168,6 @@ def _check_states(path: Path, ckpt: dict[str, Any], optimizer: Any, scheduler: A
     if scheduler is not None and saved_type is not None and saved_type != type(scheduler).__name__:
         raise CheckpointError(f"{path} holds the state of a {saved_type}, but a {type(scheduler).__name__} was "
                               "passed: resume with the same kind of schedule as the saved run")
-
-
-def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                    scheduler: Any = None, map_location: Any = None, *, restore_rng: bool = False) -> dict[str, Any]:
-    """Load a checkpoint into ``model`` (and ``optimizer`` / ``scheduler``, which must be of the saved run's kinds);
-    return the whole dict. ``map_location=None``: tensors onto the CPU; ``restore_rng``: the global RNG states too."""
-    path = check_file_path(path, "checkpoint path")
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}: check the path, or train with fit(checkpoint_path=...)")
-    _check_parts(model, optimizer, scheduler)
-    _check_map_location(map_location)
-    target = _unwrap(model)
-    if any(t.is_meta for t in (*target.parameters(), *target.buffers())):
-        raise ValueError("the model is on the meta device (shapes without storage), where loading weights does "
-                         "nothing: build it on a real device, or call model.to_empty(device='cpu') first")
-    remove_stale_temps(path)
-    ckpt = _read(path, "cpu" if map_location is None else map_location)
-    _check_states(path, ckpt, optimizer, scheduler)
     if not isinstance(ckpt["model"], dict):
         raise CheckpointError(f"{path}: its 'model' entry is a {type(ckpt['model']).__name__}, not a state_dict "
                               "(a dict of tensors): save the model with save_checkpoint(path, model)")

@@ -1,6 +1,5 @@
-"""The hyperparameters every layer of a model shares (lessons 06-12, 16): models take them as keywords, e.g.
-``GPT(65, dropout=0.1, bias=False)``, and hand one ``LayerConfig`` to every part, which reads its own fields from it.
-Each field has one default, here; a model states only its recipe (``GPT``: pre-norm, GELU, learned positions)."""
+"""The hyperparameters every layer shares (lessons 06-12, 16): models take them as keywords (``GPT(65, dropout=0.1)``)
+and hand one ``LayerConfig`` to every part; each field has one default, here, and a model states only its recipe."""
 
 from __future__ import annotations
 
@@ -21,12 +20,11 @@ def check_pad_id(pad_id, vocab_size: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class LayerConfig:
-    """``dropout``: residual (and embedding) dropout; ``attn_dropout`` / ``ffn_dropout`` default to it.
-    ``activation``: ``"relu"`` (the paper), ``"gelu"`` (BERT) or ``"gelu_tanh"`` (GPT-2); ``norm_first``: pre-norm
-    x + F(LN(x)) instead of post-norm LN(x + F(x)); ``eps`` and ``norm`` (``"layer"``/``"rms"``) of every norm;
-    ``bias``: of every linear map and β; ``positions``: ``"sinusoidal"``/``"learned"`` tables added to the input, or
-    ``"rope"`` rotating q and k in self-attention (base ``rope_base``); ``ffn``: ``"mlp"`` (two maps, ``activation``)
-    or ``"swiglu"`` (W2(silu(W1 x) ⊙ W3 x), Llama); ``n_kv_heads``: heads of K and V (fewer: grouped-query)."""
+    """``dropout``: residual and embedding dropout; ``attn_dropout``/``ffn_dropout`` default to it. ``activation``:
+    ``"relu"``, ``"gelu"`` or ``"gelu_tanh"``; ``norm_first``: pre-norm x + F(LN(x)), else post-norm LN(x + F(x));
+    ``eps``, ``norm`` (``"layer"``/``"rms"``): every norm's; ``bias``: of every linear map and β; ``positions``:
+    ``"sinusoidal"``/``"learned"`` tables or ``"rope"`` (rotates q, k; base ``rope_base``); ``ffn``: ``"mlp"`` or
+    ``"swiglu"`` (W2(silu(W1 x) ⊙ W3 x)); ``n_kv_heads``: K/V heads (fewer: grouped-query)."""
 
     dropout: float = 0.0
     attn_dropout: float | None = None

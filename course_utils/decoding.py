@@ -1,7 +1,6 @@
-"""Turning a trained model into sequences (lessons 10, 11): ``greedy_decode`` (y_t = argmax_y P(y | y_<t, X)),
-``beam_search`` (the ``beam_size`` best hypotheses by Σ log P, finished ones ranked by score / lp(L), GNMT's
-lp(L) = ((5 + L) / 6)^α), ``generate`` / ``stream_tokens`` (sampling a ``GPT``). All run under ``modes.evaluating``
-and feed only the newest token per step with a ``KVCache`` (``use_cache=False``: the same numbers, slower)."""
+"""Decoding (lessons 10, 11): ``greedy_decode`` (y_t = argmax_y P(y | y_<t, X)), ``beam_search`` (``beam_size`` best by
+Σ log P, finished ranked by score / lp(L) = ((5 + L) / 6)^α), ``generate`` / ``stream_tokens`` (``GPT`` sampling); all
+under ``modes.evaluating``, one token per step via a ``KVCache`` (``use_cache=False``: slower, same numbers)."""
 
 from __future__ import annotations
 
@@ -22,13 +21,16 @@ def _check_ids(ids: torch.Tensor, name: str, layout: str) -> None:
         raise TypeError(f"{name} must hold integer token ids (torch.long), got {ids.dtype}: use {name}.long()")
 
 
-def stream_tokens(
-    model, ids: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0, top_k: int | None = None,
-    top_p: float | None = None, use_cache: bool = True, generator: torch.Generator | None = None,
-) -> Iterator[torch.Tensor]:
+def stream_tokens(model, ids: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0, top_k: int | None = None,
+                  top_p: float | None = None, use_cache: bool = True,
+                  generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
     """Continue ``ids (B, T)`` with a ``GPT``, yielding each new token ``(B, 1)`` as soon as it is chosen. Once the
     context window is full it slides: the cropped window is recomputed from position 0 with a fresh cache."""
-    if hasattr(model, "encode") or not _takes_cache(model):
+    try:  # can model(ids, cache=...) be called? (A wrapper's **kwargs is given the benefit of the doubt.)
+        params = inspect.signature(getattr(model, "forward", model)).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: let the call itself decide
+        params = [inspect.Parameter("cache", inspect.Parameter.KEYWORD_ONLY)]
+    if hasattr(model, "encode") or not any(p.name == "cache" or p.kind is p.VAR_KEYWORD for p in params):
         raise TypeError(f"generate continues a decoder-only LM such as GPT, got {type(model).__name__}: for an "
                         "encoder-decoder Transformer use greedy_decode or beam_search")
     _check_ids(ids, "ids", "(B, T) token ids")
@@ -60,15 +62,6 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, **sampling) -> torch
     return torch.cat([ids, *stream_tokens(model, ids, max_new_tokens, **sampling)], dim=1)
 
 
-def _takes_cache(model) -> bool:
-    """Can ``model(ids, cache=...)`` be called? (A wrapper's ``**kwargs`` is given the benefit of the doubt.)"""
-    try:
-        params = inspect.signature(getattr(model, "forward", model)).parameters.values()
-    except (TypeError, ValueError):  # no signature to read: let the call itself decide
-        return True
-    return any(p.name == "cache" or p.kind is p.VAR_KEYWORD for p in params)
-
-
 def _check_seq2seq(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, use_cache: bool) -> int:
     if not (callable(getattr(model, "encode", None)) and callable(getattr(model, "decode", None))):
         raise TypeError(f"greedy_decode and beam_search take an encoder-decoder Transformer (encode + decode), got "
@@ -90,9 +83,8 @@ def _check_seq2seq(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, e
     return n
 
 
-def greedy_decode(
-    model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, use_cache: bool = True
-) -> torch.Tensor:
+def greedy_decode(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int,
+                  use_cache: bool = True) -> torch.Tensor:
     """Greedy decoding with a seq2seq ``Transformer``: src ``(B, S)`` -> generated ids ``(B, L)``, L <=
     ``max_new_tokens`` (no <bos>; after a row's <eos> the row is filled with the model's ``pad_id``)."""
     max_len = _check_seq2seq(model, src, max_new_tokens, bos_id, eos_id, use_cache)
@@ -159,10 +151,8 @@ def _beam_one(model, src, beam_size, max_len, bos_id, eos_id, alpha, use_cache):
     return max(finished, key=lambda f: f[0])[1]
 
 
-def beam_search(
-    model, src: torch.Tensor, *, beam_size: int = 4, max_new_tokens: int = 50, bos_id: int, eos_id: int,
-    length_penalty_alpha: float = 0.6, use_cache: bool = True,
-) -> torch.Tensor:
+def beam_search(model, src: torch.Tensor, *, beam_size: int = 4, max_new_tokens: int = 50, bos_id: int, eos_id: int,
+                length_penalty_alpha: float = 0.6, use_cache: bool = True) -> torch.Tensor:
     """Beam search with a seq2seq ``Transformer``; src ``(B, S)`` -> best hypothesis per row ``(B, L)`` (no <bos>,
     ending in <eos> when one was produced, padded with ``pad_id``). ``beam_size=1`` equals ``greedy_decode``."""
     max_len = _check_seq2seq(model, src, max_new_tokens, bos_id, eos_id, use_cache)

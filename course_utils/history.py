@@ -15,9 +15,8 @@ _RESERVED = (*_LISTS, "interrupted")
 
 @dataclass
 class History:
-    """What ``fit`` recorded, as plain lists (``plt.plot(h.step, h.loss)``): per update its index, loss, learning
-    rate and seconds since the start (summed across resumes); ``val_step`` aligned with each list of ``metrics`` (NaN
-    where a metric was not returned); ``interrupted`` by Ctrl+C or the Jupyter stop button."""
+    """What ``fit`` recorded, as plain lists (``plt.plot(h.step, h.loss)``): per update its index, loss, lr, seconds
+    since the start (over resumes); ``val_step`` aligned with each ``metrics`` list (NaN: missing); ``interrupted``."""
 
     step: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)

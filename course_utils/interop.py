@@ -25,10 +25,6 @@ def _mha_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> Pairs
             (ours.out_proj.bias, theirs.out_proj.bias, "out_proj.bias")]
 
 
-def _norm_pairs(ours: LayerNorm, theirs: nn.LayerNorm) -> Pairs:
-    return [(ours.weight, theirs.weight, "norm.weight"), (ours.bias, theirs.bias, "norm.bias")]
-
-
 def _layer_pairs(ours: nn.Module, theirs: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> Pairs:
     """Encoder layer: self_attn, linear1/2, norm1/2; a decoder layer adds multihead_attn (our cross_attn), norm3."""
     if ours.self_attn_residual.norm_first != theirs.norm_first:
@@ -55,7 +51,9 @@ def _stack_pairs(ours: nn.Module, theirs: nn.TransformerEncoder | nn.Transformer
 
 
 # torch's module type -> (the course_utils type it maps onto, the tensor pairs of the two)
-_MAPPINGS = {nn.MultiheadAttention: (MultiHeadAttention, _mha_pairs), nn.LayerNorm: (LayerNorm, _norm_pairs),
+_MAPPINGS = {nn.MultiheadAttention: (MultiHeadAttention, _mha_pairs),
+             nn.LayerNorm: (LayerNorm, lambda ours, theirs: [(ours.weight, theirs.weight, "norm.weight"),
+                                                             (ours.bias, theirs.bias, "norm.bias")]),
              nn.TransformerEncoderLayer: (EncoderLayer, _layer_pairs),
              nn.TransformerDecoderLayer: (DecoderLayer, _layer_pairs),
              nn.TransformerEncoder: (SelfAttentionStack, _stack_pairs), nn.TransformerDecoder: (Decoder, _stack_pairs)}

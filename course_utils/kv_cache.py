@@ -1,6 +1,5 @@
-"""The key/value cache of incremental decoding (lessons 10, 11, 14): past keys and values do not change, so a decoder
-feeds only the new token. Self-attention **appends** its K and V; cross-attention projects the encoder memory once.
-``offset`` counts the positions processed. One cache serves one model and one batch: ``reset()`` starts over."""
+"""The key/value cache of incremental decoding (lessons 10, 11, 14): self-attention **appends** the new token's K and V,
+cross-attention projects the encoder memory once; ``offset`` counts positions. One cache, one model and batch."""
 
 from __future__ import annotations
 
@@ -66,9 +65,8 @@ class KVCache:
         self._self[module] = (k, v)
         return k, v
 
-    def cross(
-        self, module: nn.Module, memory: torch.Tensor, project: Callable[[], tuple[torch.Tensor, torch.Tensor]]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def cross(self, module: nn.Module, memory: torch.Tensor,
+              project: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Cross-attention: ``project()`` the memory's K, V on first use, then reuse them for the same memory: the
         same storage, shape (batch aside, so beam search may expand it) and version (an in-place edit bumps it)."""
         entry = self._cross.get(module)

@@ -1,11 +1,9 @@
-"""Feed-forward network, residual sublayers, encoder and decoder layers (lessons 06, 07 and 16).
+"""FFN, residual sublayers, encoder and decoder layers (lessons 06, 07, 16), set by one ``LayerConfig`` or its fields.
 
     FFN(x)    = act(x W_1 + b_1) W_2 + b_2        applied to every position separately (d_model -> d_ff -> d_model)
     SwiGLU(x) = (silu(x W_1) ⊙ x W_3) W_2          Llama's gate (W_1), up (W_3) and down (W_2) projections
     post-norm (the paper):  x <- LayerNorm(x + Dropout(Sublayer(x)))
-    pre-norm (GPT-2 etc.):  x <- x + Dropout(Sublayer(LayerNorm(x)))
-
-Every part reads its hyperparameters from one ``LayerConfig`` (``config=``, or its fields as keywords)."""
+    pre-norm (GPT-2 etc.):  x <- x + Dropout(Sublayer(LayerNorm(x)))"""
 
 from __future__ import annotations
 

@@ -19,9 +19,8 @@ def split_ids(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tenso
     return ids[:n], ids[n:]
 
 
-def lm_batches(
-    ids: torch.Tensor, block_size: int, batch_size: int, seed: int = 0, rank: int = 0
-) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
+def lm_batches(ids: torch.Tensor, block_size: int, batch_size: int, seed: int = 0,
+               rank: int = 0) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
     """``get_batch(step) -> (x, y)``, both ``(batch_size, block_size)``, with y = x shifted left by one token."""
     check_rank(ids, "ids", (1,), "(N,) token stream")
     check_positive(block_size, "block_size")

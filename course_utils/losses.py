@@ -22,7 +22,11 @@ def log_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     return shifted - torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True))
 
 
-def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
+def cross_entropy(logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0,
+                  reduction: str = "mean") -> Tensor:
+    """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)``: ``logits (N, V)`` /
+    ``targets (N,)`` or ``(B, T, V)`` / ``(B, T)``, classes **last** (unlike ``F.cross_entropy``). ``ignore_index``: 0,
+    uncounted; ``reduction`` ``"mean"`` (all ignored: ``0.0``), ``"sum"``, ``"none"``; fp16/bf16: fp32."""
     check_float(logits, "logits")
     if check_tensor(targets, "targets").is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
         raise TypeError(f"targets must hold integer class ids (torch.long), got {targets.dtype}: use targets.long() "
@@ -44,23 +48,12 @@ def _check_targets(logits: Tensor, targets: Tensor, ignore_index: int) -> None:
         elif logits.dim() == 3 and targets.dim() == 2 and abs(targets.shape[1] - logits.shape[1]) == 1:
             hint = "for next-token prediction pair logits[:, :-1] with targets ids[:, 1:] (both length T-1)"
         raise ValueError(f"logits shape {tuple(logits.shape)} does not match targets {tuple(targets.shape)}: {hint}")
-    if not reads_values(targets):  # no host sync per call on a GPU (validation.strict_checks turns it on)
-        return
-    bad = (targets != ignore_index) & ((targets < 0) | (targets >= vocab))
-    if bool(bad.any()):
-        raise ValueError(f"target id {int(targets[bad][0])} is outside the vocabulary of size V={vocab} (ids "
-                         f"0..{vocab - 1}, or ignore_index={ignore_index} to skip a position): make the tokenizer's "
-                         "vocab size match the model's output size, and pad with ignore_index")
-
-
-def cross_entropy(
-    logits: Tensor, targets: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
-) -> Tensor:
-    """``loss_i = (1 - eps) * (-log p[y_i]) + eps * mean_c(-log p[c])``, ``p = softmax(logits_i)`` (lesson 08), for
-    ``logits (N, V)`` / ``targets (N,)`` or ``logits (B, T, V)`` / ``targets (B, T)``: classes **last**, unlike
-    ``F.cross_entropy``'s ``(B, V, T)``. ``ignore_index`` positions give 0 and are not counted; ``reduction``
-    ``"mean"`` (all ignored: ``0.0``, not torch's ``nan``), ``"sum"`` or ``"none"``. fp16/bf16 logits: float32."""
-    _check_targets(logits, targets, ignore_index)
+    if reads_values(targets):  # no host sync per call on a GPU (validation.strict_checks turns it on)
+        bad = (targets != ignore_index) & ((targets < 0) | (targets >= vocab))
+        if bool(bad.any()):
+            raise ValueError(f"target id {int(targets[bad][0])} is outside the vocabulary of size V={vocab} (ids "
+                             f"0..{vocab - 1}, or ignore_index={ignore_index} to skip a position): make the "
+                             "tokenizer's vocab size match the model's output size, and pad with ignore_index")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction={reduction!r} is not supported: use 'mean', 'sum' or 'none'")
     if not 0.0 <= check_number(label_smoothing, "label_smoothing") <= 1.0:
@@ -102,9 +95,8 @@ def perplexity(mean_nll: float | Tensor) -> float | Tensor:
 
 
 def sequence_nll(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
-    """Negative log-likelihood of each whole sequence, ``-sum_i log P(y_i | y_<i, X)``, ``(B,)`` (lesson 08):
-    ``logits[:, i]`` of ``logits (B, T, V)`` predicts ``targets[:, i]``; ``ignore_index`` positions (padding) are
-    skipped, so sequences of different lengths share a batch. ``exp(-sequence_nll)`` is the sequence's probability."""
+    """``-sum_i log P(y_i | y_<i, X)`` per sequence, ``(B,)`` (lesson 08): ``logits[:, i]`` of ``(B, T, V)`` predicts
+    ``targets[:, i]``; ``ignore_index`` (padding) is skipped, so lengths may differ; ``exp(-nll)``: its probability."""
     check_rank(check_float(logits, "logits"), "logits", (3,), "(B, T, V)")
     per_token = cross_entropy(logits, targets, ignore_index=ignore_index, reduction="none")  # (B, T)
     return per_token.sum(dim=-1)  # (B,)

@@ -1,7 +1,6 @@
-"""Attention masks (lesson 05). A bool mask is ``True`` where a query *may attend* to a key (as in
-``F.scaled_dot_product_attention``) and broadcasts *to* the scores ``(B, h, T_q, T_k)``; an *additive* float mask M
-enters softmax(QKᵀ/√d_k + M): 0 keeps a key, −inf hides it. ``nn.MultiheadAttention``'s bool masks mean the opposite
-(True = *ignore*): ``to_torch_*`` / ``from_torch_*`` convert. A query with *all* keys masked gets zero weights."""
+"""Attention masks (lesson 05): bool ``True`` = a query *may attend* a key (as in ``F.scaled_dot_product_attention``),
+broadcast to the scores ``(B, h, T_q, T_k)``; an *additive* float mask M enters softmax(QKᵀ/√d_k + M) (0 keeps, −inf
+hides). ``nn.MultiheadAttention``'s True = *ignore* (``to_torch_*`` / ``from_torch_*``). No key left: zero weights."""
 
 from __future__ import annotations
 
@@ -49,9 +48,8 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask", device=None) -> torch.Tensor:
-    """Check that ``mask`` is bool (True = attend) or additive float and broadcasts *to* ``scores_shape``; refused
-    with the fix: integer masks, a rank-3 mask for 4-D scores, a float mask of only 0 and 1 (a keep-mask read as "add
-    1"), NaN or +inf in an additive mask, another ``device``. Value checks follow ``validation.reads_values``."""
+    """Check that ``mask`` is bool (True = attend) or additive float, broadcast *to* ``scores_shape``; refuses int, rank
+    3 for 4-D scores, a float 0/1 mask, NaN/+inf, another ``device`` (values: ``validation.reads_values``)."""
     check_tensor(mask, name)
     scores_shape = tuple(scores_shape)
     four_d = len(scores_shape) == 4
@@ -70,7 +68,11 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
         raise ValueError(f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} "
                          f"(each mask dimension must equal the scores' or be 1): {hint}")
     if four_d and mask.dim() == 2 and tuple(mask.shape) == (scores_shape[0], scores_shape[3]) == scores_shape[2:]:
-        _refuse_ambiguous(mask, name)
+        # a bool mask shaped both (T_q, T_k) and (B, T_k) (B = T_q) runs only if all True or causal, else is refused
+        if mask.dtype == torch.bool and reads_values(mask) and not (
+                bool(mask.all()) or torch.equal(mask, causal_mask(*mask.shape, device=mask.device))):
+            raise ValueError(f"{name} of shape {tuple(mask.shape)} is ambiguous (B = T_q = {mask.shape[0]}): a (B, T_k)"
+                             f" padding mask goes in key_keep_mask=; a (T_q, T_k) mask, pass it as {name}[None, None]")
     if mask.is_floating_point() and mask.numel() and reads_values(mask):
         if bool(torch.isnan(mask).any()) or bool((mask == float("inf")).any()):
             raise ValueError(f"additive {name} holds NaN or +inf, which turns the softmax into NaN: add 0 to keep a "
@@ -81,17 +83,6 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "m
     if device is not None:
         check_same_device(mask, name, device, "the attention inputs")
     return mask
-
-
-def _refuse_ambiguous(mask: torch.Tensor, name: str) -> None:
-    """A bool mask shaped both (T_q, T_k) and (B, T_k) (B = T_q) runs only if all True or causal, else is refused."""
-    if mask.dtype != torch.bool or not reads_values(mask):
-        return
-    t_q, t_k = mask.shape
-    if bool(mask.all()) or torch.equal(mask, causal_mask(t_q, t_k, device=mask.device)):
-        return
-    raise ValueError(f"{name} of shape {tuple(mask.shape)} is ambiguous (B = T_q = {t_q}): a (B, T_k) padding mask "
-                     f"goes in key_keep_mask=; a (T_q, T_k) mask, pass it as {name}[None, None]")
 
 
 def check_self_mask(mask: torch.Tensor, t: int) -> torch.Tensor:

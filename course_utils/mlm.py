@@ -1,6 +1,5 @@
-"""BERT's masked-language-modelling recipe (Devlin et al., 2019; lesson 12): select each non-special position with
-probability ``p`` (15 %), replace 80 % of the selected by ``<mask>``, 10 % by a random token, keep 10 % (``<mask>``
-never occurs later); labels are -100 elsewhere, so ``ignore_index=-100`` scores only the selected."""
+"""BERT's masked-LM recipe (Devlin et al., 2019; lesson 12): select each non-special position with probability ``p``
+(0.15); 80 % of those become ``<mask>``, 10 % a random token, 10 % stay; labels -100 elsewhere."""
 
 from __future__ import annotations
 
@@ -23,10 +22,8 @@ def _check_id(value, name: str, vocab_size: int) -> int:
     return int(value)
 
 
-def mask_tokens(
-    ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: Iterable[int], p: float = 0.15,
+                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(inputs, labels)`` shaped like ``ids``: ``labels[i] = ids[i]`` where ``i`` was selected, else -100.
     ``special_ids`` (with ``mask_id`` and the padding id) are never selected nor drawn; ``generator`` fixes masks."""
     if check_tensor(ids, "ids").is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:

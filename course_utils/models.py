@@ -1,8 +1,7 @@
-"""Whole models built from the layers (lessons 07, 09–13, 16): vocabulary sizes positional, everything else
-keyword-only with the same names in every model. The layers' shared hyperparameters are one ``config.LayerConfig``
-(``config=``, or its fields as keywords over the model's recipe); ``positions=`` (a ``LayerConfig`` field) chooses
-the position scheme, and its module refuses an input longer than ``max_len``, the same way in every model. Output
-layers: ``lm_head`` (logits over a vocabulary), ``classifier`` (over classes)."""
+"""Whole models built from the layers (lessons 07, 09–13, 16): vocabulary sizes positional, the rest keyword-only, named
+alike in every model. Shared layer hyperparameters: one ``config.LayerConfig`` (``config=``, or its fields as keywords
+over the model's recipe); ``positions=`` picks the position scheme, which refuses an input longer than ``max_len``.
+Output layers: ``lm_head`` (logits over a vocabulary), ``classifier`` (over classes)."""
 
 from __future__ import annotations
 
@@ -150,9 +149,9 @@ class EncoderClassifier(nn.Module):
 
 
 class GPT(nn.Module):
-    """Decoder-only LM (lessons 11, 16): ids ``(B, T)`` -> next-token logits ``(B, T, V)``; recipe: pre-norm, GELU,
-    learned positions, tied output layer (GPT-2); ``max_len`` is the context window (nanoGPT's ``block_size``). A Llama
-    decoder: ``positions="rope", norm="rms", ffn="swiglu", n_kv_heads=…, bias=False, tie_weights=False``."""
+    """Decoder-only LM (lessons 11, 16): ids ``(B, T)`` -> next-token logits ``(B, T, V)``; pre-norm, GELU, learned
+    positions, tied output (GPT-2); ``max_len``: context window. Llama: ``positions="rope", norm="rms", ffn="swiglu",
+    n_kv_heads=…, bias=False, tie_weights=False``."""
 
     def __init__(self, vocab_size: int, *, max_len: int = 256, n_layers: int = 6, n_heads: int = 6, d_model: int = 384,
                  d_ff: int | None = None, tie_weights: bool = True, config: LayerConfig | None = None, **layer):

@@ -1,8 +1,7 @@
-"""Multi-head attention (lessons 04, 16): MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O with
-head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V). Unlike ``nn.MultiheadAttention``: keywords after query/key/value,
-masks True = attend (``key_keep_mask`` (B, T_k) for padding), one result tensor that refuses to unpack as a pair (the
-guard rails live in ``attention_guards``). Options from ``LayerConfig``: RoPE on q and k (``positions="rope"``) and
-grouped-query attention (``n_kv_heads`` < ``n_heads``: each K/V head serves n_heads / n_kv_heads query heads)."""
+"""Multi-head attention (lessons 04, 16): MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O, head_i = Attention(Q
+W_i^Q, K W_i^K, V W_i^V). Unlike ``nn.MultiheadAttention``: keywords after query/key/value, masks True = attend
+(``key_keep_mask`` (B, T_k) for padding), one result tensor that will not unpack as a pair (``attention_guards``). From
+``LayerConfig``: RoPE on q and k (``positions="rope"``), grouped-query attention (``n_kv_heads`` < ``n_heads``)."""
 
 from __future__ import annotations
 
@@ -23,10 +22,9 @@ __all__ = ["MultiHeadAttention", "AttentionOutput", "record_attention"]
 
 
 class MultiHeadAttention(nn.Module):
-    """``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (d_model, then n_kv_heads·d_k rows twice; d_k = d_model / h) for one
-    matmul in self-attention, the layout of ``nn.MultiheadAttention.in_proj_weight``; ``out_proj`` is W^O. Reads
-    ``attn_dropout``, ``bias``, ``positions``/``rope_base`` and ``n_kv_heads`` from ``config`` (or its keywords);
-    ``cross=True``: a cross-attention module, never rotated."""
+    """``qkv_proj.weight`` stacks [W^Q; W^K; W^V] (d_model, then n_kv_heads·d_k rows twice; d_k = d_model / h) as
+    ``nn.MultiheadAttention.in_proj_weight``; ``out_proj`` is W^O. Reads ``attn_dropout``, ``bias``,
+    ``positions``/``rope_base``, ``n_kv_heads`` from ``config``/keywords; ``cross=True``: cross-attention."""
 
     def __init__(self, d_model: int, n_heads: int, *, config: LayerConfig | None = None, cross: bool = False, **layer):
         super().__init__()
@@ -75,9 +73,9 @@ class MultiHeadAttention(nn.Module):
                 *positional, mask: torch.Tensor | None = None, key_keep_mask: torch.Tensor | None = None,
                 is_causal: bool = False, cache: KVCache | None = None, need_weights: bool = False,
                 **torch_style) -> torch.Tensor:
-        """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` (value defaults to key; both ``None``:
-        self-attention); ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k); ``key_keep_mask (B, T_k)``. Returns
-        ``(B, T_q, d_model)``; ``positional`` / ``torch_style`` catch PyTorch-style calls to say what to write."""
+        """query ``(B, T_q, d_model)``; key/value ``(B, T_k, d_model)`` (value None: key; both None: self-attention);
+        ``mask`` (True = attend) broadcasts to (B, h, T_q, T_k); ``key_keep_mask (B, T_k)`` -> ``(B, T_q, d_model)``;
+        ``positional`` / ``torch_style`` catch PyTorch-style calls."""
         refuse_torch_style(positional, torch_style)
         mask = checked_mask(self, query, key, value, mask, key_keep_mask, cache, need_weights)
         check_rope_self_attention(self.rope_base, key)

@@ -2,8 +2,7 @@
 
     μ = (1/d) Σ_j x_j          σ² = (1/d) Σ_j (x_j − μ)²   (biased: divide by d, not d − 1)
     LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β                       (ε inside the square root)
-
-RMSNorm (Zhang & Sennrich, 2019) drops the centring and β: RMS(x) = γ ⊙ x / √((1/d) Σ_j x_j² + ε)."""
+    RMS(x) = γ ⊙ x / √((1/d) Σ_j x_j² + ε)                    (RMSNorm, Zhang & Sennrich 2019: no centring, no β)"""
 
 from __future__ import annotations
 

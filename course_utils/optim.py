@@ -13,9 +13,8 @@ __all__ = ["param_groups"]
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW groups with decoupled weight decay ``w <- w - lr * weight_decay * w`` on the weight matrices only
-    (``p.dim() >= 2``, as GPT-2 and BERT): not on biases, norm gains (a gain pulled to 0 switches its feature off) or
-    embedding tables (a rare token's row would shrink while it seldom gets a gradient). Tied parameters appear once."""
+    """AdamW groups with decoupled weight decay ``w <- w - lr * weight_decay * w`` on weight matrices only
+    (``p.dim() >= 2``, as GPT-2, BERT), not on biases, norm gains or embedding tables; tied parameters appear once."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"param_groups needs an nn.Module, got {type(model).__name__}")
     if not (is_real_number(weight_decay) and math.isfinite(weight_decay) and weight_decay >= 0):

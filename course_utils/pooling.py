@@ -1,6 +1,5 @@
-"""Pooling token vectors into one vector per sequence (lessons 09 and 13); padding must not vote. The masked mean
-over the real tokens (``keep`` True / 1) is h̄_b = Σ_t keep_bt · h_bt / max(1, Σ_t keep_bt): a row with no real
-token pools to the zero vector instead of 0/0 = NaN."""
+"""Pooling token vectors into one per sequence (lessons 09, 13); padding must not vote: h̄_b = Σ_t keep_bt · h_bt /
+max(1, Σ_t keep_bt), so a row with no real token pools to zero instead of 0/0 = NaN."""
 
 from __future__ import annotations
 

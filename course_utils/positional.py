@@ -4,8 +4,8 @@ x_i = E[token_i] · √d_model + PE(pos_i), E ∈ ℝ^{|V|×d_model}, with the s
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
 
-or a learned table P[pos], or nothing added (RoPE: attention rotates q and k, ``rope_rotate``). ``make_positions``
-builds the model's choice, which also refuses an input longer than ``max_len``."""
+or a learned table P[pos], or nothing (RoPE: attention rotates q, k: ``rope_rotate``); ``make_positions`` builds the
+choice, which refuses an input longer than ``max_len``."""
 
 from __future__ import annotations
 
@@ -55,8 +55,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 def rope_rotate(x: torch.Tensor, offset: int = 0, base: float = LayerConfig.rope_base) -> torch.Tensor:
     """RoPE (Su et al., 2021): x ``(…, T, d)`` at positions offset … offset+T−1, each pair (x_i, x_{i+d/2}) rotated by
-    the angle pos · base^(−2i/d) (lesson 02's rotation; the pairing of Hugging Face's Llama, so its weights copy as
-    they are). q·k then depends only on the distance between the two positions."""
+    pos · base^(−2i/d) (Hugging Face Llama's pairing), so q·k depends only on the distance."""
     d, work = x.shape[-1], torch.float64 if x.dtype == torch.float64 else torch.float32  # float32: as Llama
     inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, device=x.device, dtype=work) / d))  # (d/2,)
     pos = torch.arange(offset, offset + x.shape[-2], device=x.device, dtype=work)  # (T,)

@@ -1,5 +1,4 @@
-"""The part of ``fit`` about the run, not the maths: its checkpoint file (resume, save every ``every`` steps and at
-the end) and Ctrl+C (never a half checkpoint; return or re-raise, and say how to go on)."""
+"""``fit``'s run, not its maths: the checkpoint file (resume, save every ``every`` steps and at the end) and Ctrl+C."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Every global random number generator (Python, NumPy, torch CPU / CUDA / MPS): seeded together, saved in each
-checkpoint so that a resumed run draws the same numbers."""
+"""Every global RNG (Python, NumPy, torch CPU / CUDA / MPS), seeded together and saved in each checkpoint."""
 
 from __future__ import annotations
 

@@ -24,9 +24,8 @@ __all__ = ["defer_interrupts", "write_atomic", "remove_stale_temps", "fsync_dire
 
 @contextlib.contextmanager
 def defer_interrupts() -> Iterator[None]:
-    """Hold Ctrl+C (SIGINT, also the Jupyter stop button) until the block ends, then deliver it: torch's zip writer
-    turns a ``KeyboardInterrupt`` into ``RuntimeError: [enforce fail at inline_container.cc]`` and a half-written
-    file is useless. A nested use hands a held interrupt to the outer one; outside the main thread it does nothing."""
+    """Hold Ctrl+C (SIGINT, Jupyter's stop button) until the block ends, then deliver it (torch's zip writer would leave
+    a half-written file). Nested: the outer one gets a held interrupt; outside the main thread: no effect."""
     received: list[int] = []
     try:
         previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
@@ -77,14 +76,6 @@ def remove_stale_temps(path: Path, older_than_s: float = 3600.0) -> None:
                     entry.unlink()
 
 
-def _umask() -> int:
-    with contextlib.suppress(OSError, TypeError):  # Linux: read it without changing it (os.umask is process-wide)
-        return int(re.search(r"^Umask:\s*([0-7]+)", Path("/proc/self/status").read_text(), re.M)[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_atomic(path: Path, payload: dict[str, Any]) -> None:
     # A temp file in the same directory: os.replace is then an atomic rename (readers see the old file or the new
     # one, never a partial one). Its name holds our pid, so a later save can tell a killed writer's temp file.
@@ -95,7 +86,12 @@ def write_atomic(path: Path, payload: dict[str, Any]) -> None:
                       "choose a checkpoint path in a folder you can write to") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes it 0600; a checkpoint is an ordinary file
+            try:  # Linux: read the umask without changing it (os.umask is process-wide)
+                mask = int(re.search(r"^Umask:\s*([0-7]+)", Path("/proc/self/status").read_text(), re.M)[1], 8)
+            except (OSError, TypeError):
+                mask = os.umask(0o022)
+                os.umask(mask)
+            os.chmod(tmp_name, 0o666 & ~mask)  # mkstemp makes it 0600; a checkpoint is an ordinary file
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" checkpoint

@@ -1,6 +1,5 @@
-"""The distribution a language model samples its next token from (lesson 11): ``p = softmax(filter(logits / τ))``,
-τ = 0 greedy; top-k keeps the k largest logits, then top-p (nucleus, Holtzman et al., 2020) the fewest most probable
-tokens whose probabilities add up to at least p (``None``, 0 / 1.0: off). Probabilities are float32."""
+"""The next-token distribution of sampling (lesson 11): ``p = softmax(filter(logits / τ))``, τ = 0 greedy; top-k keeps
+the k largest logits, then top-p the fewest top tokens of probability sum ≥ p (``None``, 0 / 1.0: off); float32."""
 
 from __future__ import annotations
 
@@ -44,9 +43,8 @@ def top_p_filter(logits: torch.Tensor, top_p: float | None) -> torch.Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
-def sampling_distribution(
-    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
-) -> torch.Tensor:
+def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                          top_p: float | None = None) -> torch.Tensor:
     """``logits (…, V)`` -> the probabilities ``(…, V)`` (float32) that ``sample_next`` draws from."""
     check_float(logits, "logits")
     temperature, top_k, top_p = _check_sampling(temperature, top_k, top_p)  # checked even when greedy ignores them
@@ -61,10 +59,8 @@ def sampling_distribution(
     return torch.softmax(top_p_filter(top_k_filter(logits / temperature, top_k), top_p), dim=-1)
 
 
-def sample_next(
-    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+                generator: torch.Generator | None = None) -> torch.Tensor:
     """logits ``(B, V)`` -> next ids ``(B, 1)`` drawn from ``sampling_distribution``; ``temperature=0`` is argmax."""
     check_rank(logits, "logits", (2,), "(B, V): the logits of the last position, logits[:, -1]")
     probs = sampling_distribution(logits, temperature, top_k, top_p)  # also checks the arguments

@@ -1,6 +1,5 @@
-"""Learning-rate schedules as ``LambdaLR`` multipliers, ``lr = base_lr * f(s)`` after ``s`` scheduler steps (lesson
-09); the update being made is ``step = s + 1``, as in the paper. Objects, not closures, so that
-``scheduler.state_dict()`` records their parameters (plain numbers, safe for ``weights_only=True``)."""
+"""Learning-rate schedules as ``LambdaLR`` multipliers, ``lr = base_lr * f(s)`` after ``s`` scheduler steps (lesson 09;
+update ``step = s + 1``, as in the paper); objects, so that ``scheduler.state_dict()`` records their parameters."""
 
 from __future__ import annotations
 

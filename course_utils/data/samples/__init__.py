@@ -1,6 +1,5 @@
-"""Tiny bundled stand-ins, used (with a warning) only when the real data cannot be had; docs/data.md lists them.
-The course's own, public domain, but ``tatoeba_cmn_sample.tsv``: 413 English–Chinese pairs from Tatoeba
-(https://tatoeba.org, CC BY 2.0 FR) as packaged by https://www.manythings.org/anki/."""
+"""Tiny bundled stand-ins, used with a warning when the real data cannot be had (docs/data.md); public domain but
+``tatoeba_cmn_sample.tsv``: 413 pairs of Tatoeba (CC BY 2.0 FR) via https://www.manythings.org/anki/."""
 
 from __future__ import annotations
 
