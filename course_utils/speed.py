@@ -44,11 +44,6 @@ def time_samples(fn: Callable[[], object], device="cpu", repeats: int = 5, inner
     return samples
 
 
-def median_time(fn: Callable[[], object], device="cpu", repeats: int = 5, inner: int = 2, warmup: int = 2) -> float:
-    """Median over ``repeats`` of the mean time of ``inner`` calls of ``fn``, in seconds."""
-    return statistics.median(time_samples(fn, device, repeats, inner, warmup))
-
-
 def forward_backward(call: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Callable[[], None]:
     """A closure running ``call(x)`` forward and backward once (what one training step of the layer costs)."""
     def step() -> None:
