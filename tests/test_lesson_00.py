@@ -43,6 +43,16 @@ def _map_rows(language: str) -> list[list[str]]:
     return rows
 
 
+def test_every_lesson_says_what_it_builds_on_and_leaves_with():
+    """The card's two lines come from the registry (optional fields: a new lesson's stub row has neither); where
+    given, builds_on names earlier lessons and leaves_with is said in both languages."""
+    for lesson in l00.LESSONS:
+        if lesson.leaves_with:
+            assert set(lesson.leaves_with) == {"en", "zh"} and CJK.search(lesson.leaves_with["zh"])
+        assert all(0 <= n < lesson.number for n in lesson.builds_on)
+    assert l00.LESSONS[7].builds_on and l00.LESSONS[7].leaves_with  # the course's own rows fill them in
+
+
 def test_lessons_are_numbered_bilingual_and_drawable():
     assert l00.LESSONS is registry.LESSONS
     assert [lesson.number for lesson in l00.LESSONS] == list(range(COUNT))
@@ -131,6 +141,17 @@ def test_course_map_widget_callback():
     assert red == [5]
     texts = " ".join(t.get_text() for t in w.figure.axes[1].texts)
     assert "Masking" in texts and l00.LESSONS[5].formula in texts
+    # What the course-map table lacks: the earlier lessons it uses (orange on the strip, named on the card) and what
+    # the student leaves with; the one-line summary, already in the table, is not repeated.
+    assert w.state["earlier"] == list(l00.LESSONS[5].builds_on) and w.state["earlier"]
+    orange = [i for i, bar in enumerate(bars) if to_hex(bar.get_facecolor()) == "#ff9f40"]
+    assert orange == list(l00.LESSONS[5].builds_on)
+    flat = " ".join(texts.split())
+    assert "Builds on:" in flat and "03 Scaled dot-product attention" in flat
+    assert " ".join(l00.LESSONS[5].leaves_with["en"].split()) in flat
+    assert l00.LESSONS[5].summary["en"] not in flat
+    w.controls["lesson"].value = 0
+    assert w.state["builds_on"] == [] and "nothing yet" in " ".join(t.get_text() for t in w.figure.axes[1].texts)
 
 
 def test_course_map_widget_in_chinese():
@@ -138,6 +159,7 @@ def test_course_map_widget_in_chinese():
     assert CJK.search(w.controls["lesson"].options[3][0])
     w.controls["lesson"].value = 13
     assert w.state["title"] == "预训练权重（MiniLM）" and w.state["part"] == "训练与应用"
+    assert w.state["builds_on"][0] == "07 编码器与解码器" and "线性探测" in w.state["leaves_with"]
 
 
 def _raises(*_):

@@ -57,6 +57,10 @@ def test_problems_name_each_mistake():
     assert "NN_name" in " ".join(registry.problems((*rows, _stub(f"{n:02d}-stub"))))
     half = registry.Lesson(f"{n:02d}_stub", {"en": "Stub"}, {"en": "x", "zh": "一"}, registry.PARTS[-1].key)
     assert "title in both languages" in " ".join(registry.problems((*rows, half)))
+    later = registry.Lesson(f"{n:02d}_stub", dict(LAB), dict(LAB), registry.PARTS[-1].key, builds_on=(n,))
+    assert "builds_on names earlier lessons" in " ".join(registry.problems((*rows, later)))
+    one = registry.Lesson(f"{n:02d}_stub", dict(LAB), dict(LAB), registry.PARTS[-1].key, leaves_with={"en": "x"})
+    assert "leaves with in both languages" in " ".join(registry.problems((*rows, one)))
     assert "not one of PARTS" in " ".join(registry.problems((*rows, _stub(f"{n:02d}_stub", "nosuchpart"))))
     assert "must follow each other" in " ".join(registry.problems((*rows, _stub(f"{n:02d}_stub", "inputs"))))
     # A new part (Part III: the modern Transformer) is one row in PARTS, then its lessons' rows.

@@ -1,10 +1,12 @@
 """Lesson 00 (welcome): the course map, the setup check and the lesson-picker demo.
 
-* :data:`LESSONS` — one line per lesson (title, summary, key formula, part) in both languages, from the course's
-  lesson registry :mod:`course_lab.registry`, which also makes the course-map tables of the notebook.
+* :data:`LESSONS` — one line per lesson (title, summary, key formula, part, builds on, leaves with) in both
+  languages, from the course's lesson registry :mod:`course_lab.registry`, which also makes the course-map tables of
+  the notebook.
 * :func:`environment_report` / :func:`cjk_font_report` — what the student's machine has (versions, device,
   a font that can draw Chinese), as plain dicts that the notebook asserts on.
-* :func:`build_course_map_widget` — pick a lesson, see its one-line summary and key formula.
+* :func:`build_course_map_widget` — pick a lesson, see the lessons it builds on, what you leave with, and its
+  key formula.
 * :func:`check_device_choice`, :func:`check_mha_parameter_count`, :func:`check_attention_memory` — the
   exercise checks, built on the shared
   :mod:`course_lab.exercises` (they never raise, so the notebook runs in CI whether or not the student has
@@ -26,17 +28,21 @@ from .checks import check_mha_parameter_count as check_mha_parameter_count
 
 # --- the course map -----------------------------------------------------------------------------------------
 
-# One row per lesson (title, one-liner, key formula, part) in both languages: the course registry, which also makes
-# the notebook's course-map tables and the READMEs' (tools/build_notebooks.py).
+# One row per lesson (title, one-liner, key formula, part, the lessons it builds on, what it leaves the student with)
+# in both languages: the course registry, which also makes the notebook's course-map tables and the READMEs'
+# (tools/build_notebooks.py).
 LESSONS = registry.LESSONS
 Lesson = registry.Lesson
 
 
 def lesson_info(number: int, lang: str | None = None) -> dict:
-    """``{"number", "title", "summary", "formula"}`` of one lesson in the current (or given) language."""
+    """``{"number", "title", "summary", "formula", "builds_on", "leaves_with"}`` of one lesson in the current (or
+    given) language; ``builds_on`` lists the earlier lessons it uses as ``"NN title"`` strings."""
     lesson = registry.by_number(number)  # TypeError / ValueError naming the lessons there are
+    earlier = [f"{n:02d} {i18n.pick(registry.by_number(n).title, lang)}" for n in lesson.builds_on]
     return {"number": number, "title": i18n.pick(lesson.title, lang),
-            "summary": i18n.pick(lesson.summary, lang), "formula": lesson.formula}
+            "summary": i18n.pick(lesson.summary, lang), "formula": lesson.formula, "builds_on": earlier,
+            "leaves_with": i18n.pick(lesson.leaves_with, lang) if lesson.leaves_with else ""}
 
 
 def course_map(lang: str | None = None) -> list[dict]:
@@ -114,38 +120,55 @@ def print_environment_report(report: dict, lang: str | None = None) -> None:
         print(f"{i18n.ljust(label, width)}{value}")
 
 
-# --- the widget: pick a lesson, read its summary and formula ------------------------------------------------
+# --- the widget: pick a lesson, see what it builds on, what it leaves you with, its formula ------------------
 
 def part_of(number: int, lang: str | None = None) -> str:
     """Name of the part of the course that lesson ``number`` belongs to."""
     return i18n.pick(registry.part(registry.by_number(number).part).name, lang)
 
 
+_CARD = {"builds_on": {"en": "Builds on: ", "zh": "用到前面的："},
+         "nothing": {"en": "nothing yet: start here", "zh": "无，从这里开始"},
+         "leaves_with": {"en": "You leave with: ", "zh": "学完你将得到："}}
+_CHOSEN, _EARLIER, _OTHER = "#d62728", "#ff9f40", "#c7d7ea"
+
+
 def render_lesson_card(lesson: int, lang: str | None = None):
-    """A figure: the lessons as a strip (the chosen one highlighted) above its title, summary and formula."""
+    """A figure: the lessons as a strip (the chosen one red, the earlier lessons it builds on orange) above what the
+    course-map table does not say: the lessons it builds on, what the student leaves with, and its formula."""
     code = viz.use_language(lang)
     info = lesson_info(lesson, code)
-    fig = viz.new_figure((8, 3.2))
+    uses = registry.by_number(lesson).builds_on
+    fig = viz.new_figure((8, 3.4))
     fig.set_layout_engine("none")  # the two panels are placed by hand below
-    strip = fig.add_axes((0.03, 0.72, 0.94, 0.2))
-    colors = ["#d62728" if n == lesson else "#c7d7ea" for n in range(len(LESSONS))]
+    strip = fig.add_axes((0.03, 0.76, 0.94, 0.17))
+    colors = [_CHOSEN if n == lesson else _EARLIER if n in uses else _OTHER for n in range(len(LESSONS))]
     strip.bar(range(len(LESSONS)), [1] * len(LESSONS), color=colors, width=0.9)
     for n in range(len(LESSONS)):
         strip.text(n, 0.5, f"{n:02d}", ha="center", va="center", fontsize=9,
                    color="white" if n == lesson else "black")
     strip.set_axis_off()
     strip.set_xlim(-0.5, len(LESSONS) - 0.5)
-    card = fig.add_axes((0.03, 0.02, 0.94, 0.66))
+    card = fig.add_axes((0.03, 0.02, 0.94, 0.7))
     card.set_axis_off()
-    width = 36 if code == "zh" else 70  # a Chinese character is about twice as wide as a Latin letter
-    card.text(0.0, 0.92, f"{lesson:02d} · {info['title']}   ({part_of(lesson, code)})", fontsize=14, va="top")
-    card.text(0.0, 0.68, textwrap.fill(info["summary"], width), fontsize=11, va="top")
-    card.text(0.5, 0.12, info["formula"], fontsize=15, ha="center", va="center")
-    return fig, {**info, "part": part_of(lesson, code), "highlighted": colors.index("#d62728")}
+    width = 44 if code == "zh" else 88  # a Chinese character is about twice as wide as a Latin letter
+    sep = "、" if code == "zh" else ", "
+    earlier = sep.join(info["builds_on"]) or i18n.pick(_CARD["nothing"], code)
+    card.text(0.0, 0.95, f"{lesson:02d} · {info['title']}   ({part_of(lesson, code)})", fontsize=14, va="top")
+    def wrap(text: str) -> str:
+        return textwrap.fill(text, width, break_on_hyphens=False)
+
+    card.text(0.0, 0.74, wrap(i18n.pick(_CARD["builds_on"], code) + earlier), fontsize=10, va="top")
+    if info["leaves_with"]:  # optional in the registry
+        card.text(0.0, 0.47, wrap(i18n.pick(_CARD["leaves_with"], code) + info["leaves_with"]), fontsize=10, va="top")
+    card.text(0.5, 0.1, info["formula"], fontsize=15, ha="center", va="center")
+    return fig, {**info, "part": part_of(lesson, code), "highlighted": colors.index(_CHOSEN),
+                 "earlier": [n for n, color in enumerate(colors) if color == _EARLIER]}
 
 
 def build_course_map_widget(lang: str | None = None):
-    """A dropdown of the lessons; each choice redraws the card (state: number, title, summary, formula...)."""
+    """A dropdown of the lessons; each choice redraws the card (state: number, title, builds_on, leaves_with,
+    formula...)."""
     from ...widgets import LessonWidget, dropdown
 
     options = [(f"{lesson.number:02d} · {i18n.pick(lesson.title, lang)}", lesson.number)
