@@ -79,7 +79,7 @@ def main(argv=None) -> None:
     print(f"{'B':>4} {'T':>5} | {'nn.MHA':>9} {'ours':>9} {'written':>9} | {'ratio':>6} {'speed-up':>8}")
     device_name = torch.cuda.get_device_name() if cuda else "CPU"
     result = {"device": device_name, "dtype": str(dtype), "torch": torch.__version__, "d_model": args.d_model,
-              "heads": args.heads, "repeats": args.repeats, "inner": inner,
+              "heads": args.heads, "repeats": args.repeats, "inner": inner, "threads": torch.get_num_threads(),
               "command": "python benchmarks/bench_attention.py " + shlex.join(sys.argv[1:] if argv is None else argv),
               "mha": [], "encoder_layer": []}
     for t in lengths:

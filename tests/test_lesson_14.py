@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -139,8 +140,9 @@ def test_repository_cpu_tables_are_found():
     tables = l14.load_benchmark_results()
     cpu = [t for t in tables if t["device"] == "CPU"]
     assert cpu, "course_lab/assets/results/cpu/attention.json is not read"
-    slow = {r["T"]: r["written_ms"] / r["ours_ms"] for r in cpu[0]["mha"]}
-    assert slow[512] > 3 and slow[2048] > 3.5                  # the figures the lesson quotes (3.1x ... 4.0x)
+    slow = [r["written_ms"] / r["ours_ms"] for r in sorted(cpu[0]["mha"], key=lambda r: r["T"])]
+    assert slow == sorted(slow) and slow[-1] > 2               # what the lesson says: the gap grows with T
+    assert all(r["ours_ms_min"] <= r["ours_ms"] <= r["ours_ms_max"] for r in cpu[0]["mha"])   # the spread is kept
 
 
 def test_cross_attention_flops_equal_what_flop_counter_counts():
@@ -169,9 +171,14 @@ def test_measured_figures_in_the_text_are_the_json_ones():
     """The CPU speed figures the lesson quotes come from course_lab/assets/results/cpu/*.json, not from memory."""
     text = (Path(__file__).resolve().parents[1] / "notebooks/source/14_going_fast.md").read_text()
     attention = next(t for t in l14.load_benchmark_results() if t["device"] == "CPU")
-    slow = {r["T"]: r["written_ms"] / r["ours_ms"] for r in attention["mha"]}
-    assert f"{slow[512]:.1f}×, {slow[1024]:.1f}× and {slow[2048]:.1f}×" in text
-    assert f"{slow[128]:.1f}× slower at\nT = 128 and {slow[2048]:.1f}×" in text          # the speaker notes
+    # The lesson prints the attention table from the file and its text quotes no ratio; the READMEs quote its rows.
+    assert not re.search(r"\d\.\d× (slower )?at\s+T = \d+|\d\.\d×, \d\.\d× and", text)
+    for readme in ("README.md", "README_zh.md"):
+        quoted = (Path(__file__).resolve().parents[1] / readme).read_text()
+        for r in attention["mha"]:
+            assert (f"| B={r['B']}, T={r['T']} | {r['torch_ms']:.1f} ms | {r['ours_ms']:.1f} ms | "
+                    f"{r['written_ms']:.1f} ms | {r['ours_ms'] / r['torch_ms']:.2f} | "
+                    f"{r['written_ms'] / r['ours_ms']:.2f}× |") in quoted, (readme, r["T"])
     # the GPT table is printed by the lesson from the file; the READMEs quote its medians, ranges and matmul ratios
     gpt = next(t for t in l14.load_benchmark_results(key="rows") if t["device"] == "CPU")
     root = Path(__file__).resolve().parents[1]
