@@ -198,3 +198,49 @@ def test_checks_speak_chinese(capsys):
     assert "还没有作答" in capsys.readouterr().out
     assert l11.check_min_p(_min_p) is True
     assert "正确" in capsys.readouterr().out
+
+
+# --- appendix: looking inside training (plots only) -----------------------------------------------------------
+
+def test_layer_histograms_draw_one_line_per_layer_and_close_nothing():
+    import matplotlib.pyplot as plt
+
+    torch.manual_seed(0)
+    stream = {"embeddings": 0.2 * torch.randn(4, 8, 16), "block 1": 3 * torch.randn(4, 8, 16)}
+    gelu_in = {"block 1": torch.randn(4, 8, 64) - 1}
+    mine = plt.figure()  # a figure of the caller's: the helper must leave it open
+    try:
+        before = plt.get_fignums()
+        fig = l11.plot_layer_histograms([("residual stream", stream), ({"en": "GELU input", "zh": "GELU 的输入"},
+                                                                       gelu_in)], lang="zh")
+        assert isinstance(fig, matplotlib.figure.Figure)
+        assert plt.get_fignums() == before  # closes nothing, keeps nothing in pyplot's registry
+        left, right = fig.axes
+        assert [line.get_label().split(":")[0] for line in left.get_lines()] == ["embeddings", "block 1"]
+        assert len(right.get_lines()) == 1 and right.get_title() == "GELU 的输入"
+        assert "标准差 3." in left.get_lines()[1].get_label()  # the std in the legend, in the figure's language
+        assert left.get_yscale() == "log"
+        fig.canvas.draw()
+    finally:
+        plt.close(mine)
+
+
+def test_lr_range_plot_marks_both_rates_and_closes_nothing():
+    import matplotlib.pyplot as plt
+
+    lrs = np.logspace(-5, 0, 20)
+    losses = list(np.linspace(4.2, 3.0, 15))  # stopped early: fewer losses than rates
+    mine = plt.figure()
+    try:
+        before = plt.get_fignums()
+        fig = l11.plot_lr_range(lrs, losses, losses, best_lr=0.05, lesson_lr=0.01)
+        assert plt.get_fignums() == before
+        ax = fig.axes[0]
+        assert ax.get_xscale() == "log"
+        raw, _, best, lesson = ax.get_lines()
+        assert len(raw.get_xdata()) == 15
+        assert best.get_xdata()[0] == 0.05 and lesson.get_xdata()[0] == 0.01
+        assert "0.01" in lesson.get_label()
+        fig.canvas.draw()
+    finally:
+        plt.close(mine)

@@ -7,6 +7,8 @@ sampling step itself; this module holds what would distract from that:
 * :func:`build_sampling_widget`: a prompt, a temperature and a top-k slider → the next-character distribution as
   a bar chart, plus a continuation sampled with a fixed seed;
 * :func:`step_times` / :func:`plot_step_times`: time each generated token with and without a ``KVCache``;
+* :func:`plot_layer_histograms` / :func:`plot_lr_range`: the appendix's figures (the notebook computes what they
+  draw: the hooks, the ratios and the learning-rate range test are typed in its cells);
 * the ``check_*`` functions of the exercises (each refuses the ready-made function the exercise asks to write).
 """
 
@@ -169,4 +171,64 @@ def plot_step_times(with_cache, without_cache, lang=None):
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(i18n.pick({"en": "Cost per generated token", "zh": "每生成一个词元的耗时"}, code))
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Appendix: looking inside training (plots only; the notebook computes the values)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def plot_layer_histograms(panels, lang=None, bins: int = 80, log_y: bool = True):
+    """One panel per ``(title, {label: values})``: each layer's values as a density line (makemore part 3's
+    histograms), its mean and std in the legend; ``log_y``: a log density axis, so that a narrow layer (the
+    embeddings) does not flatten the wide ones and the tails show. Titles and labels: strings or
+    ``{"en": ..., "zh": ...}`` dicts."""
+    code = viz.use_language(lang)
+    panels = [(i18n.pick(t, code) if isinstance(t, dict) else str(t),
+               {i18n.pick(k, code) if isinstance(k, dict) else str(k): v for k, v in layers.items()})
+              for t, layers in panels]
+    viz.use_language(code, [t for t, _ in panels], *[list(layers) for _, layers in panels])
+    fig = viz.new_figure((5.2 * len(panels), 3.6))
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    for ax, (title, layers) in zip(axes, panels):
+        values = {label: viz.to_numpy(v, label).ravel() for label, v in layers.items()}
+        # one range per panel, the central 99.8 % of all its values: a few far outliers would squash the rest
+        lo, hi = np.percentile(np.concatenate(list(values.values())), [0.1, 99.9])
+        for label, v in values.items():
+            density, edges = np.histogram(v, bins=bins, range=(lo, hi), density=True)
+            ax.plot((edges[:-1] + edges[1:]) / 2, density,
+                    label=f"{label}: {i18n.tr('mean', code)} {v.mean():.2f}, {i18n.tr('std', code)} {v.std():.2f}")
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_title(title)
+        ax.set_xlabel(i18n.tr("element_value", code))
+        ax.set_ylabel(i18n.pick({"en": "density", "zh": "概率密度"}, code))
+        ax.legend(fontsize=8)
+    return fig
+
+
+def plot_lr_range(lrs, losses, smoothed, best_lr: float, lesson_lr: float, lang=None):
+    """Loss against the learning rate on a log axis (a range test, Smith 2017): each step's loss, its running
+    average, the rate where the average is lowest and the rate the lesson trained with."""
+    code = viz.use_language(lang)
+    lrs = np.asarray(lrs, dtype=float)[:len(losses)]
+    fig = viz.new_figure((7, 3.8))
+    ax = fig.add_subplot()
+    ax.plot(lrs, losses, ".", color="tab:blue", alpha=0.35,
+            label=i18n.pick({"en": "loss of each step", "zh": "每一步的损失"}, code))
+    ax.plot(lrs, smoothed, color="tab:blue", label=i18n.pick({"en": "running average", "zh": "滑动平均"}, code))
+    ax.axvline(best_lr, color="tab:red", linestyle="--",
+               label=i18n.pick({"en": "lowest average: lr = {v:.2g}", "zh": "平均最低处：学习率 {v:.2g}"},
+                               code).format(v=best_lr))
+    ax.axvline(lesson_lr, color="tab:green",
+               label=i18n.pick({"en": "the lesson's lr = {v:.2g}", "zh": "本课用的学习率 {v:.2g}"},
+                               code).format(v=lesson_lr))
+    ax.set_xscale("log")
+    ax.set_xlabel(i18n.tr("learning_rate", code))
+    ax.set_ylabel(i18n.tr("loss", code))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(i18n.pick({"en": "Learning-rate range test: one run, the rate grows every step",
+                            "zh": "学习率范围测试：只跑一次，每一步都调大学习率"}, code))
     return fig
