@@ -259,3 +259,12 @@ def import_errors() -> dict[str, str]:
 @pytest.mark.parametrize("name", core_modules())
 def test_each_course_utils_module_imports_alone(name, import_errors):
     assert name not in import_errors, import_errors.get(name)
+
+
+def test_multihead_attention_reads_like_the_formula():
+    """Issue 34: with the guards in ``attention_guards``, the class body of ``MultiHeadAttention`` is ≤ 80 lines."""
+    import inspect
+
+    from course_utils.multihead import MultiHeadAttention
+    lines = len(inspect.getsource(MultiHeadAttention).splitlines())
+    assert lines <= 80, f"MultiHeadAttention is {lines} lines: move input checks and refusals to attention_guards"
