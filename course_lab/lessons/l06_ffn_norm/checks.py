@@ -189,8 +189,10 @@ def check_stream_norm(fn) -> bool:
         kind_en, kind_zh = ("pre-norm", "前置归一化") if norm_first else ("post-norm", "后置归一化")
         where_en = f"{kind_en}, |x_0| = {norm0:.3f}, a = {a:.3f}, d = {d}, {n} layers"
         where_zh = f"{kind_zh}，|x_0| = {norm0:.3f}，a = {a:.3f}，d = {d}，{n} 层"
+        # A wrong formula gives its value to rounding: matched tightly, so that two formulas close on a drawn case
+        # (a·√(nd) small next to |x_0|) do not share a hint.
         like = {v for v in (norm0 + n * a, math.hypot(norm0, a * math.sqrt(n * d)), norm0 * (1 + a) ** n, norm0, 1.0)
-                if number_problem(got, v, rel=1e-3) is None}
+                if number_problem(got, v, rel=1e-6) is None}
         if norm0 + n * a in like:
             return fail(f"{where_en}: LayerNorm's output has norm √d, not 1 (each of its d features has variance 1): "
                         "every layer adds a·√d, not a.",
