@@ -33,7 +33,7 @@ def _p_range_including_itself(probs, k):          # the off-by-one: the range th
 def _p_range_by_search(probs, k):                  # tries many p with the library's filter: a search, not a derivation
     logits = probs.log()
     kept = [(p / 1000, int(torch.isfinite(top_p_filter(logits, p / 1000)).sum())) for p in range(1, 1001)]
-    inside = [p for p, n in kept if n == k]
+    inside = [p for p, n in kept if n == k] or [0.0]     # a grid too coarse for a tiny probability: still a search
     return min(inside) - 0.001, max(inside)
 
 

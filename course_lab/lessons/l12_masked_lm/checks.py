@@ -351,15 +351,18 @@ def check_table_accuracy(fn, train_ids: torch.Tensor | None = None, inputs: torc
     guesses, truth = _level_guesses(train_ids, inputs, labels, K)
     if abs(value - _backoff(guesses, K, truth)) > 1e-6:
         return _table_problem(value, train_ids, inputs, labels, K, guesses, truth)
-    rows = torch.randperm(inputs.size(0), generator=g)[:max(1, inputs.size(0) // 2)]
-    if not bool((labels[rows] != IGNORE_INDEX).any()):
-        rows = torch.arange(inputs.size(0))
-    length = fresh_int(len(train_ids) // 4, len(train_ids) // 2 + 1, g)
-    start = fresh_int(0, len(train_ids) - length + 1, g)
-    k2 = fresh_int(1, K, g)
-    args = (k2, train_ids[start:start + length].clone(), inputs[rows].clone(), labels[rows].clone())
-    guesses2, truth2 = _level_guesses(*args[1:], k2)
-    want2 = _backoff(guesses2, k2, truth2)
+    for _ in range(20):  # redrawn until the slice's answer differs from the whole data's at that K (small data)
+        rows = torch.randperm(inputs.size(0), generator=g)[:max(1, inputs.size(0) // 2)]
+        if not bool((labels[rows] != IGNORE_INDEX).any()):
+            rows = torch.arange(inputs.size(0))
+        length = fresh_int(len(train_ids) // 4, len(train_ids) // 2 + 1, g)
+        start = fresh_int(0, len(train_ids) - length + 1, g)
+        k2 = fresh_int(1, K, g)
+        args = (k2, train_ids[start:start + length].clone(), inputs[rows].clone(), labels[rows].clone())
+        guesses2, truth2 = _level_guesses(*args[1:], k2)
+        want2 = _backoff(guesses2, k2, truth2)
+        if abs(want2 - _backoff(guesses, k2, truth)) > 1e-6:  # guesses: every level 0..K of the whole data
+            break
     ok, got2 = attempt(fn, *args)
     if not ok:
         return False
