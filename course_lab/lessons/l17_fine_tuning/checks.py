@@ -194,8 +194,9 @@ def check_merge(fn) -> bool:
     ``layer.lora_A`` (r × in), ``layer.lora_B`` (out × r), ``layer.scale``): one plain linear layer with the same
     outputs (W + scale · B A, the same bias), leaving ``layer`` as it was. The library's merge is refused."""
     g = fresh_generator()
-    d_in, d_out, r = fresh_int(8, 48, g), fresh_int(8, 48, g), fresh_int(1, 6, g)
-    layer = lora_lib.LoRALinear(nn.Linear(d_in, d_out), r=r, alpha=float(fresh_int(1, 33, g)))
+    d_in, d_out, r, alpha = fresh_int(8, 48, g), fresh_int(8, 48, g), fresh_int(1, 6, g), fresh_int(1, 33, g)
+    alpha += alpha == r  # scale α / r = 1 would let a merge that forgets the scale pass
+    layer = lora_lib.LoRALinear(nn.Linear(d_in, d_out), r=r, alpha=float(alpha))
     with torch.no_grad():
         layer.lora_B.copy_(torch.randn(d_out, r, generator=g))
     x = torch.randn(7, d_in, generator=g)
